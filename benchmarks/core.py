@@ -1,0 +1,240 @@
+"""Core engine benchmarks: dispatch overhead, inter-op scaling, intra-op scaling.
+
+    python benchmarks/core.py [--quick]
+
+1. Dispatch overhead per op on graphs of ~2,000 tiny ops (a chain and a fan-in tree), with
+   tracing on and off, against Dask's threaded scheduler and a plain ThreadPoolExecutor running
+   the *same* step function on the same graph, and against a bare loop that calls the kernels in
+   topological order with no scheduling at all (the floor).
+2. Inter-op scaling: the two-network graph (medium), inter-op 2 vs 1, intra-op 1.
+3. Intra-op scaling: one 2048x2048 float32 matmul, intra-op 2 vs 1, inter-op 1.
+
+All cases of a table are measured interleaved in one run; the tables show medians of repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as futures
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _common import interleaved, median, spread, table
+
+import parallelgraph as pg
+from parallelgraph._blas import single_threaded_blas
+from parallelgraph.config import Config
+from parallelgraph.plan import Plan, build_plan
+from parallelgraph.presets import two_networks
+
+
+def chain_graph(length: int) -> tuple[pg.Graph, pg.Tensor]:
+    g = pg.Graph(f"chain-{length}")
+    with g.as_default():
+        x = pg.constant(np.ones((1, 1), np.float32))
+        one = pg.constant(np.ones((1, 1), np.float32))
+        for _ in range(length - 2):
+            x = pg.add(x, one)
+    return g, x
+
+
+def fan_in_graph(leaves: int) -> tuple[pg.Graph, pg.Tensor]:
+    g = pg.Graph(f"fan-in-{leaves}")
+    with g.as_default():
+        level = [pg.relu(pg.constant(np.full((1, 1), i, np.float32))) for i in range(leaves)]
+        while len(level) > 1:
+            level = [pg.add(a, b) for a, b in zip(level[::2], level[1::2])] + level[
+                len(level) // 2 * 2 :
+            ]
+    return g, level[0]
+
+
+# -- the same step function for every scheduler -------------------------------------------------
+def step_function(step, config):
+    definition, op, shards = step.definition, step.op, step.shards
+
+    def run(*args):
+        work = definition.prepare(op, list(args), len(shards), config)
+        for shard, (start, stop) in enumerate(shards):
+            definition.compute(op, work, shard, start, stop)
+        return definition.finish(op, work)
+
+    return run
+
+
+def source_values(plan: Plan) -> dict[int, np.ndarray]:
+    return {slot: op.attrs["value"] for slot, op in plan.sources}
+
+
+def bare_loop(plan: Plan, config: Config):
+    functions = [step_function(step, config) for step in plan.steps]
+
+    def run():
+        values = dict(source_values(plan))
+        for step, function in zip(plan.steps, functions):
+            values[step.slot] = function(*(values[s] for s in step.input_slots))
+        return values
+
+    return run
+
+
+def dask_threaded(plan: Plan, config: Config, workers: int):
+    import dask.threaded
+
+    graph = {("v", slot): value for slot, value in source_values(plan).items()}
+    for step in plan.steps:
+        function = step_function(step, config)
+        graph[("v", step.slot)] = (function, *[("v", s) for s in step.input_slots])
+    target = ("v", plan.fetch_slots[0])
+    pool = futures.ThreadPoolExecutor(workers)
+
+    def run():
+        return dask.threaded.get(graph, target, pool=pool)
+
+    return run, pool
+
+
+def thread_pool(plan: Plan, config: Config, workers: int):
+    """A plain ThreadPoolExecutor driven by dependency counts from the calling thread."""
+    functions = [step_function(step, config) for step in plan.steps]
+    pool = futures.ThreadPoolExecutor(workers)
+
+    def run():
+        values = dict(source_values(plan))
+        pending = list(plan.initial_pending)
+        running = {}
+        for index in plan.initial_ready:
+            step = plan.steps[index]
+            args = [values[s] for s in step.input_slots]
+            running[pool.submit(functions[index], *args)] = index
+        while running:
+            done, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
+            for future in done:
+                index = running.pop(future)
+                values[plan.steps[index].slot] = future.result()
+                for consumer in plan.steps[index].consumers:
+                    pending[consumer] -= 1
+                    if pending[consumer] == 0:
+                        step = plan.steps[consumer]
+                        args = [values[s] for s in step.input_slots]
+                        running[pool.submit(functions[consumer], *args)] = consumer
+        return values
+
+    return run, pool
+
+
+def dispatch_table(ops: int, repeats: int) -> str:
+    rows = []
+    for label, (graph, fetch) in (("chain", chain_graph(ops)), ("fan-in", fan_in_graph(ops // 2))):
+        config = Config(inter_op_threads=1, intra_op_threads=1)
+        plan = build_plan(graph, [fetch.op], [], config)
+        n = len(plan.steps)
+        sessions = {
+            "parallelgraph sequential": pg.Session(graph, Config(executor="sequential")),
+            "parallelgraph threads inter 1": pg.Session(
+                graph, Config(inter_op_threads=1, intra_op_threads=1)
+            ),
+            "parallelgraph threads inter 2": pg.Session(
+                graph, Config(inter_op_threads=2, intra_op_threads=1)
+            ),
+        }
+        cases = {"bare loop (no scheduler)": bare_loop(plan, config)}
+        for name, sess in sessions.items():
+            cases[name + ", trace off"] = lambda s=sess, f=fetch: s.run(f)
+            cases[name + ", trace on"] = lambda s=sess, f=fetch: s.run(f, trace=True)
+        pools = []
+        for workers in (1, 2):
+            run, pool = dask_threaded(plan, config, workers)
+            cases[f"dask threaded scheduler, {workers} workers"] = run
+            pools.append(pool)
+            run, pool = thread_pool(plan, config, workers)
+            cases[f"ThreadPoolExecutor, {workers} workers"] = run
+            pools.append(pool)
+        with single_threaded_blas():
+            times = interleaved(cases, repeats, warmup=2)
+        floor = median(times["bare loop (no scheduler)"]) / n
+        for name, values in times.items():
+            per_op = median(values) / n
+            rows.append(
+                [
+                    label,
+                    n,
+                    name,
+                    f"{per_op * 1e6:.2f}",
+                    f"{(per_op - floor) * 1e6:.2f}",
+                    spread(values),
+                ]
+            )
+        for sess in sessions.values():
+            sess.close()
+        for pool in pools:
+            pool.shutdown()
+    return table(["graph", "ops", "scheduler", "us/op", "overhead us/op", "IQR"], rows)
+
+
+def scaling_table(repeats: int) -> str:
+    rows = []
+    preset = two_networks("medium")
+    g = pg.Graph("one-matmul")
+    with g.as_default():
+        a = pg.random_normal((2048, 2048), seed=1)
+        b = pg.variable((2048, 2048), name="b")
+        product = pg.matmul(a, b)
+    # Time only the matmul: feed `a` so the random numbers are not part of the op under test.
+    a_value = np.random.default_rng(0).standard_normal((2048, 2048)).astype(np.float32)
+    experiments = [
+        (
+            "inter-op, two-networks medium",
+            preset.graph,
+            preset.fetch,
+            {},
+            [("inter 1, intra 1", 1, 1), ("inter 2, intra 1", 2, 1)],
+        ),
+        (
+            "intra-op, matmul 2048 float32 (blas)",
+            g,
+            product,
+            {a: a_value},
+            [("inter 1, intra 1", 1, 1), ("inter 1, intra 2", 1, 2)],
+        ),
+    ]
+    for label, graph, fetch, feed, settings in experiments:
+        sessions = {
+            name: pg.Session(graph, Config(inter_op_threads=i, intra_op_threads=j))
+            for name, i, j in settings
+        }
+        cases = {name: (lambda s=s, f=fetch, d=feed: s.run(f, d)) for name, s in sessions.items()}
+        times = interleaved(cases, repeats, warmup=2)
+        base = median(times[settings[0][0]])
+        for name, values in times.items():
+            rows.append(
+                [
+                    label,
+                    name,
+                    f"{median(values) * 1e3:.1f}",
+                    spread(values),
+                    f"{median(values) / base:.2f}",
+                ]
+            )
+        for sess in sessions.values():
+            sess.close()
+    return table(["experiment", "setting", "median ms", "IQR", "time ratio vs first"], rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    args = parser.parse_args()
+    repeats = 5 if args.quick else 15
+    print(f"cores: {os.cpu_count()}, numpy {np.__version__}")
+    print("\n## Dispatch overhead per op (2,000 tiny ops)\n")
+    print(dispatch_table(2000, repeats))
+    print("\n## Inter-op and intra-op scaling\n")
+    print(scaling_table(repeats))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""parallelgraph: build a dataflow graph, run it with inter-op and intra-op thread pools, and
+see on a timeline which ops ran at the same time, where, and why the rest waited.
+
+>>> import parallelgraph as pg
+>>> g = pg.Graph()
+>>> with g.as_default(), pg.scope("net1"):
+...     y = pg.matmul(pg.random_normal((4, 3), seed=1), pg.variable((3, 2), name="w"))
+>>> with pg.Session(g, pg.Config(inter_op_threads=2)) as sess:
+...     sess.run(y).shape
+(4, 2)
+
+Importing this package is cheap: Numba, matplotlib and threadpoolctl load on first use.
+"""
+
+from .config import Config
+from .errors import GraphError, OpError
+from .graph import Graph, Op, Tensor, device, get_default_graph, reset_default_graph, scope
+from .ops import (
+    add,
+    add_n,
+    constant,
+    matmul,
+    multiply,
+    placeholder,
+    random_normal,
+    reduce_mean,
+    reduce_sum,
+    relu,
+    tanh,
+    variable,
+)
+from .session import Session, global_variables_initializer
+from .trace import Trace, TraceEvent
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Config",
+    "Graph",
+    "GraphError",
+    "Op",
+    "OpError",
+    "Session",
+    "Tensor",
+    "Trace",
+    "TraceEvent",
+    "add",
+    "add_n",
+    "constant",
+    "device",
+    "get_default_graph",
+    "global_variables_initializer",
+    "matmul",
+    "multiply",
+    "placeholder",
+    "random_normal",
+    "reduce_mean",
+    "reduce_sum",
+    "relu",
+    "reset_default_graph",
+    "scope",
+    "tanh",
+    "variable",
+]

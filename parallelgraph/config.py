@@ -1,0 +1,104 @@
+"""Session configuration: how many threads, which executor, which kernels.
+
+`Config` is a frozen value; `config.replace(...)` makes a changed copy (the dashboard and sweeps
+do this). TensorFlow 1.x names are accepted as aliases: `inter_op_parallelism_threads`,
+`intra_op_parallelism_threads`, `allow_soft_placement`. As in TensorFlow, 0 threads means "one
+per core"; `resolved()` turns those zeros into numbers.
+
+The two pools, in one sentence each:
+- `inter_op_threads`: how many *ops* may run at the same time (the calling thread is one of them).
+- `intra_op_threads`: how many threads may work on the shards of *one* op (the op's own thread
+  plus `intra_op_threads - 1` helpers from a pool that all running ops share).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+EXECUTORS = ("sequential", "threads")
+STREAM_POLICIES = ("single", "branches", "round_robin")
+MATMUL_KERNELS = ("blas", "numba")
+
+ALIASES = {
+    "inter_op_parallelism_threads": "inter_op_threads",
+    "intra_op_parallelism_threads": "intra_op_threads",
+    "allow_soft_placement": "soft_placement",
+}
+
+
+def cpu_count() -> int:
+    """Cores this process may use (affinity-aware where the OS tells)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True, init=False)
+class Config:
+    """How a Session runs a graph.
+
+    >>> Config(inter_op_threads=2, intra_op_threads=1).inter_op_threads
+    2
+    >>> Config(inter_op_parallelism_threads=2).inter_op_threads   # TensorFlow's name
+    2
+    """
+
+    inter_op_threads: int = 0
+    intra_op_threads: int = 0
+    executor: str = "threads"
+    streams: int = 1
+    stream_policy: str = "branches"
+    soft_placement: bool = True
+    matmul_kernel: str = "blas"
+
+    def __init__(self, **settings: Any):
+        names = {f.name for f in fields(self)}
+        chosen: dict[str, Any] = {}
+        for key, value in settings.items():
+            name = ALIASES.get(key, key)
+            if name not in names:
+                known = sorted(names | set(ALIASES))
+                raise TypeError(f"Config got an unknown setting {key!r}; known: {known}")
+            if name in chosen:
+                raise TypeError(f"Config got {name!r} twice (once through an alias)")
+            chosen[name] = value
+        for f in fields(self):
+            object.__setattr__(self, f.name, chosen.get(f.name, f.default))
+        self._validate()
+
+    def _validate(self) -> None:
+        for name, minimum in (("inter_op_threads", 0), ("intra_op_threads", 0), ("streams", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise ValueError(f"Config.{name} must be an int >= {minimum}, got {value!r}")
+        for name, allowed in (
+            ("executor", EXECUTORS),
+            ("stream_policy", STREAM_POLICIES),
+            ("matmul_kernel", MATMUL_KERNELS),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"Config.{name} must be one of {allowed}, got {getattr(self, name)!r}"
+                )
+        if not isinstance(self.soft_placement, bool):
+            raise ValueError(
+                f"Config.soft_placement must be True or False, got {self.soft_placement!r}"
+            )
+
+    def replace(self, **changes: Any) -> Config:
+        """A copy with some settings changed (aliases accepted)."""
+        return Config(**{**asdict(self), **{ALIASES.get(k, k): v for k, v in changes.items()}})
+
+    def resolved(self) -> Config:
+        """A copy where 0 threads is replaced by the number of cores, as TensorFlow does."""
+        cores = cpu_count()
+        return self.replace(
+            inter_op_threads=self.inter_op_threads or cores,
+            intra_op_threads=self.intra_op_threads or cores,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)

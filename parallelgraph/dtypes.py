@@ -1,0 +1,64 @@
+"""Dtypes and shapes: the two float types parallelgraph computes in, and shape normalisation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from .errors import GraphError
+
+Shape = tuple[int, ...]
+
+FLOAT_DTYPES: dict[str, np.dtype] = {
+    "float32": np.dtype(np.float32),
+    "float64": np.dtype(np.float64),
+}
+
+
+def as_dtype(dtype: object, what: str = "dtype") -> np.dtype:
+    """Normalise "float32", np.float32, np.dtype("float32") ... to a NumPy dtype, or raise."""
+    try:
+        normalized = np.dtype(dtype)  # type: ignore[call-overload]
+    except TypeError:
+        normalized = None
+    if normalized is None or normalized.name not in FLOAT_DTYPES:
+        raise GraphError(
+            f"{what}: unsupported dtype {dtype!r}; parallelgraph computes in "
+            f"{' or '.join(FLOAT_DTYPES)}"
+        )
+    return normalized
+
+
+def as_shape(shape: object, what: str = "shape") -> Shape:
+    """Normalise an int or an iterable of non-negative ints to a tuple, or raise GraphError."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, Iterable) or isinstance(shape, (str, bytes)):
+        raise GraphError(f"{what}: expected a tuple of ints, got {shape!r}")
+    dims = tuple(shape)
+    for dim in dims:
+        if dim is None:
+            raise GraphError(f"{what}: {dims} has an unknown (None) dimension; give every size")
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 0:
+            raise GraphError(f"{what}: {dims} must hold non-negative ints")
+    return tuple(int(dim) for dim in dims)
+
+
+def num_elements(shape: Shape) -> int:
+    """Product of the dimensions (1 for a scalar)."""
+    count = 1
+    for dim in shape:
+        count *= dim
+    return count
+
+
+def row_view_shape(shape: Shape) -> tuple[int, int]:
+    """The 2-D (rows, columns) view that row-sharded kernels see: all leading axes become rows.
+
+    A matrix [m, n] is itself; [a, b, n] becomes [a*b, n]; a vector [n] is one row [1, n]; a
+    scalar is [1, 1]. Shards are ranges of these rows.
+    """
+    if len(shape) == 0:
+        return (1, 1)
+    return (num_elements(shape[:-1]), shape[-1])

@@ -1,0 +1,114 @@
+"""CPU executors: `threads` (inter-op and intra-op pools) and `sequential` (the reference).
+
+Both run the one scheduling loop of `scheduler.Run`; they differ only in how many threads run it
+and how many help with shards. The sequential executor is the threads executor with one thread
+in each pool: it runs the same steps, cut into the same shards, in ascending op order on the
+calling thread. Every other setting must (and, by construction, does) reproduce its outputs bit
+for bit, because shard boundaries and partial-sum order do not depend on threads.
+
+Pool sharing rule: an executor's pools serve one run at a time (Session serializes runs), and the
+intra-op pool is shared by all ops running concurrently within that run.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .._blas import single_threaded_blas
+from ..config import Config
+from ..plan import Plan, Step
+from .pools import InterOpPool, IntraOpPool, Recorder, ShardJob
+from .scheduler import Run
+
+clock = time.perf_counter_ns
+
+
+class ThreadsExecutor:
+    """Runs plans with `inter_op_threads` op workers and `intra_op_threads` threads per op.
+
+    Owns its threads; `close()` (or leaving a `with` block) joins them. Not re-entrant: one run
+    at a time (the Session makes sure of that).
+    """
+
+    name = "threads"
+
+    def __init__(self, config: Config):
+        self.config = config
+        self.inter_op_threads = config.inter_op_threads
+        self.intra_op_threads = config.intra_op_threads
+        self._inter = InterOpPool(self.inter_op_threads)
+        self._intra = IntraOpPool(self.intra_op_threads)
+        self._closed = False
+
+    def run(self, plan: Plan, values: list[Any], record: Recorder | None) -> Run:
+        """Execute every step of `plan`, reading and writing `values`; returns the finished
+        Run (its `failure` says whether a step raised)."""
+        if self._closed:
+            raise RuntimeError("this executor is closed")
+
+        def execute(step: Step, lane: int) -> Any:
+            return self._execute(step, values, f"inter-op/{lane}", record)
+
+        run = Run(plan, values, execute)
+        with single_threaded_blas():
+            try:
+                self._inter.run(run.work)
+            except BaseException as interrupt:  # e.g. KeyboardInterrupt in the calling thread
+                run.abort(interrupt)
+                run.wait_idle()
+                raise
+        return run
+
+    def _execute(self, step: Step, values: list[Any], lane: str, record: Recorder | None) -> Any:
+        """Run one op (all its shards) on this thread, with helpers from the intra-op pool."""
+        op, definition, shards = step.op, step.definition, step.shards
+        start = clock() if record else 0
+        args = [values[slot] for slot in step.input_slots]
+        work = definition.prepare(op, args, len(shards), self.config)
+        if len(shards) == 1:
+            definition.compute(op, work, 0, *shards[0])
+        else:
+            job = ShardJob(
+                len(shards),
+                lambda shard: definition.compute(op, work, shard, *shards[shard]),
+                step.index,
+                record,
+                clock,
+            )
+            self._intra.run(job, lane)
+            if job.error is not None:
+                raise job.error
+        value = definition.finish(op, work)
+        if record:
+            record("op", step.index, lane, start, clock(), -1)
+        return value
+
+    def close(self) -> None:
+        """Join every thread this executor started. Idempotent."""
+        if not self._closed:
+            self._closed = True
+            self._inter.close()
+            self._intra.close()
+
+    def __enter__(self) -> ThreadsExecutor:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class SequentialExecutor(ThreadsExecutor):
+    """The reference: the same loop and the same shards on the calling thread alone."""
+
+    name = "sequential"
+
+    def __init__(self, config: Config):
+        super().__init__(config.replace(inter_op_threads=1, intra_op_threads=1))
+
+
+def make_executor(config: Config) -> ThreadsExecutor:
+    """The executor named by `config.executor` (threads counts already resolved)."""
+    if config.executor == "sequential":
+        return SequentialExecutor(config)
+    return ThreadsExecutor(config)

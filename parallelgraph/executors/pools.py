@@ -1,0 +1,142 @@
+"""The two thread pools, as in TensorFlow: inter-op workers run ops, intra-op helpers run shards.
+
+- `InterOpPool(n)` owns n - 1 threads; with the calling thread they are n workers that each run
+  the scheduling loop (`Run.work`) of the current run. Each worker has its own queue, so a run
+  reaches every worker exactly once and each worker keeps its lane number.
+- `IntraOpPool(m)` owns m - 1 helper threads shared by every running op. An op with several shards
+  becomes a `ShardJob`; the op's own thread offers the job to up to (shards - 1) helpers and then
+  takes shards itself until none are left, and waits only for shards already being computed. So
+  one op uses at most m threads, a busy pool never blocks an op (its own thread does all the
+  work), and nothing can deadlock even with m = 1.
+
+Both pools' threads are daemon threads named "parallelgraph-inter-op-i" / "-intra-op-i" and end
+in `close()`, which joins them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from queue import SimpleQueue
+from typing import Any
+
+#: record(kind, step_index, lane, start_ns, end_ns, shard) or None when not tracing
+Recorder = Callable[[str, int, str, int, int, int], None]
+
+
+class ShardJob:
+    """The shards of one op, handed out by an atomic counter to whichever thread asks."""
+
+    def __init__(
+        self,
+        count: int,
+        compute: Callable[[int], None],
+        step_index: int,
+        record: Recorder | None,
+        clock: Callable[[], int],
+    ):
+        self.count = count
+        self.compute = compute
+        self.step_index = step_index
+        self.record = record
+        self.clock = clock
+        self._next_shard = itertools.count()  # next() on a C iterator is atomic under the GIL
+        self._finished_count = itertools.count(1)
+        self._all_done = threading.Event()
+        self.error: BaseException | None = None
+
+    def work(self, lane: str) -> None:
+        """Compute shards until none is left; safe to call from any number of threads."""
+        while True:
+            shard = next(self._next_shard)
+            if shard >= self.count:
+                return
+            if self.error is None:
+                start = self.clock() if self.record else 0
+                try:
+                    self.compute(shard)
+                except BaseException as error:  # noqa: BLE001 - re-raised by the op's thread
+                    self.error = self.error or error
+                if self.record:
+                    self.record("shard", self.step_index, lane, start, self.clock(), shard)
+            if next(self._finished_count) == self.count:
+                self._all_done.set()
+
+    def wait(self) -> None:
+        self._all_done.wait()
+
+
+class IntraOpPool:
+    """`threads - 1` helper threads that run shards of any op; see the module docstring."""
+
+    def __init__(self, threads: int):
+        self.threads = threads
+        self._queue: SimpleQueue[ShardJob | None] = SimpleQueue()
+        self._helpers = [
+            threading.Thread(
+                target=self._serve,
+                args=(f"intra-op/{i}",),
+                name=f"parallelgraph-intra-op-{i}",
+                daemon=True,
+            )
+            for i in range(threads - 1)
+        ]
+        for helper in self._helpers:
+            helper.start()
+
+    def run(self, job: ShardJob, lane: str) -> None:
+        """Run every shard of `job`, on the calling thread and on idle helpers."""
+        for _ in range(min(len(self._helpers), job.count - 1)):
+            self._queue.put(job)
+        job.work(lane)
+        job.wait()
+
+    def _serve(self, lane: str) -> None:
+        while (job := self._queue.get()) is not None:
+            job.work(lane)
+
+    def close(self) -> None:
+        for _ in self._helpers:
+            self._queue.put(None)
+        for helper in self._helpers:
+            helper.join()
+        self._helpers = []
+
+
+class InterOpPool:
+    """`threads - 1` worker threads; with the calling thread, `threads` run the loop of a run."""
+
+    def __init__(self, threads: int):
+        self.threads = threads
+        self._queues: list[SimpleQueue[Any]] = [SimpleQueue() for _ in range(threads - 1)]
+        self._workers = [
+            threading.Thread(
+                target=self._serve,
+                args=(queue, lane),
+                name=f"parallelgraph-inter-op-{lane}",
+                daemon=True,
+            )
+            for lane, queue in enumerate(self._queues, start=1)
+        ]
+        for worker in self._workers:
+            worker.start()
+
+    def run(self, work: Callable[[int], None]) -> None:
+        """Call `work(lane)` on every worker; the calling thread is lane 0 and returns when
+        its own call returns (the run's loop ends for all workers at the same moment)."""
+        for queue in self._queues:
+            queue.put(work)
+        work(0)
+
+    @staticmethod
+    def _serve(queue: SimpleQueue[Any], lane: int) -> None:
+        while (work := queue.get()) is not None:
+            work(lane)
+
+    def close(self) -> None:
+        for queue in self._queues:
+            queue.put(None)
+        for worker in self._workers:
+            worker.join()
+        self._workers = []

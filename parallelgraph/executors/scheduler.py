@@ -1,0 +1,124 @@
+"""The scheduling loop, written once: every CPU executor is a few threads running `Run.work`.
+
+State of one run (all guarded by one condition variable):
+
+- `pending[i]`: how many producing steps step i still waits for (its dependency counter);
+- `ready`: a min-heap of step indices whose counter reached zero. Popping the smallest index
+  breaks ties deterministically (by op id), so two runs of one config schedule alike;
+- `values[slot]`: outputs; an intermediate value is dropped once its last reader has run;
+- `running`, `remaining`, `failure`, `finished`.
+
+A worker pops a ready step, releases the lock, runs it, re-takes the lock and releases the
+step's consumers. The worker that completes a step goes straight on to the next ready one
+without a hand-off, so a chain of ops runs on one thread with no wake-ups; when a completion
+makes k > 1 steps ready, k - 1 sleeping workers are notified. There is no polling and no sleep.
+Measured cost on this kind of machine: see benchmarks/RESULTS.md (dispatch overhead).
+
+On failure the loop stops handing out steps, waits for running ones, and the run ends with
+`failure` set: steps that depend on the failed one never run.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ..plan import Plan, Step
+
+#: execute(step, lane) -> the step's output value
+ExecuteStep = Callable[[Step, int], Any]
+
+
+class Run:
+    """One execution of a plan. Thread-safe: any number of workers may call `work` at once."""
+
+    def __init__(self, plan: Plan, values: list[Any], execute: ExecuteStep):
+        self.plan = plan
+        self.values = values
+        self.execute = execute
+        self.pending = list(plan.initial_pending)
+        self.ready = list(plan.initial_ready)
+        heapq.heapify(self.ready)
+        self.uses = list(plan.slot_uses)
+        self.remaining = len(plan.steps)
+        self.running = 0
+        self.failure: tuple[Step, BaseException] | None = None
+        self.finished = self.remaining == 0
+        self.condition = threading.Condition(threading.Lock())
+
+    def work(self, lane: int) -> None:
+        """Run ready steps on the calling thread until the run is finished or has failed."""
+        steps, condition = self.plan.steps, self.condition
+        condition.acquire()
+        try:
+            while True:
+                while not self.ready and not self.finished:
+                    condition.wait()
+                if self.finished:
+                    return
+                step = steps[heapq.heappop(self.ready)]
+                self.running += 1
+                condition.release()
+                try:
+                    value = self.execute(step, lane)
+                except BaseException as error:  # noqa: BLE001 - reported by the caller
+                    condition.acquire()
+                    self._fail(step, error)
+                    continue
+                condition.acquire()
+                self._complete(step, value)
+        finally:
+            condition.release()
+
+    def _complete(self, step: Step, value: Any) -> None:
+        """Store a value and release consumers (caller holds the lock)."""
+        self.running -= 1
+        self.remaining -= 1
+        self.values[step.slot] = value
+        for slot in step.input_slots:
+            self.uses[slot] -= 1
+            if self.uses[slot] == 0 and slot not in self.plan.kept_slots:
+                self.values[slot] = None
+        if self.failure is not None:
+            self._finish_if_idle()
+            return
+        released = 0
+        for consumer in step.consumers:
+            self.pending[consumer] -= 1
+            if self.pending[consumer] == 0:
+                heapq.heappush(self.ready, consumer)
+                released += 1
+        if self.remaining == 0:
+            self.finished = True
+            self.condition.notify_all()
+        elif released > 1:
+            self.condition.notify(released - 1)
+
+    def _fail(self, step: Step, error: BaseException) -> None:
+        """Remember the first failure, stop handing out work (caller holds the lock)."""
+        self.running -= 1
+        if self.failure is None:
+            self.failure = (step, error)
+        self.ready.clear()
+        self._finish_if_idle()
+
+    def _finish_if_idle(self) -> None:
+        if self.running == 0:
+            self.finished = True
+            self.condition.notify_all()
+
+    def abort(self, error: BaseException) -> None:
+        """Stop the run from outside a step (an interrupt in the calling thread)."""
+        with self.condition:
+            if self.failure is None:
+                self.failure = (None, error)  # type: ignore[assignment]
+            self.ready.clear()
+            self._finish_if_idle()
+
+    def wait_idle(self) -> None:
+        """Block until no step is running (after `abort`)."""
+        with self.condition:
+            while self.running:
+                self.condition.wait()

@@ -1,0 +1,310 @@
+"""Graphs, ops and tensors: plain data that every executor reads and none of them changes.
+
+A `Graph` is an append-only list of `Op` records. Each op has exactly one output, the `Tensor`
+handle that builder functions return (so `pg.matmul(x, w)` is a Tensor whose `.op` is the
+MatMul). Because an op can only take tensors that already exist, the list order is a topological
+order, and op ids double as the deterministic tie-break of every scheduler.
+
+Builder state — the default graph, the scope and the device — lives in a thread-local stack of
+contexts (`graph.as_default()`, `pg.scope()`, `pg.device()`), the way TensorFlow 1.x did it, so
+the seed example translates line for line. Shapes and dtypes are inferred and checked when an op
+is built (by the op's registry entry in `parallelgraph.ops`), so a wrong graph fails at the line
+that made it. A Session finalizes the graph it runs: after that, adding ops raises GraphError.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from .dtypes import Shape
+from .errors import GraphError
+
+_DEVICE_PATTERN = re.compile(r"^/?(?:device:)?(cpu|gpu|worker)(?::(\d+))?$", re.IGNORECASE)
+_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+def parse_device(spec: str) -> str:
+    """Normalise "gpu:0", "/gpu:0", "/device:GPU:0", "cpu" ... to "kind:index".
+
+    >>> parse_device("/device:GPU:1")
+    'gpu:1'
+    """
+    match = _DEVICE_PATTERN.match(spec.strip()) if isinstance(spec, str) else None
+    if match is None:
+        raise GraphError(
+            f"unknown device {spec!r}: use 'cpu:0', 'gpu:N' (TensorFlow spellings like "
+            "'/gpu:0' and '/device:GPU:0' work too) or 'worker:N'"
+        )
+    kind, index = match.group(1).lower(), int(match.group(2) or 0)
+    return f"{kind}:{index}"
+
+
+@dataclass(frozen=True, eq=False)
+class Op:
+    """One node: what to compute (`type`, `attrs`), from what (`inputs`), and where (`device`).
+
+    `shape` and `dtype` describe the single output. Ops compare by identity.
+    """
+
+    graph: Graph
+    id: int
+    type: str
+    name: str
+    scope: str
+    device: str
+    inputs: tuple[Tensor, ...]
+    attrs: Mapping[str, Any]
+    shape: Shape
+    dtype: np.dtype
+
+    @property
+    def output(self) -> Tensor:
+        return Tensor(self)
+
+    def __repr__(self) -> str:
+        return f"<Op {self.name!r} {self.type} shape={self.shape} {self.dtype.name} {self.device}>"
+
+
+class Tensor:
+    """The output of an op: a handle used to build further ops and to fetch or feed values.
+
+    Supports `+`, `*` and `@` (add, multiply, matmul). Two handles of the same op are equal.
+    """
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: Op):
+        self.op = op
+
+    shape = property(lambda self: self.op.shape, doc="Static shape, a tuple of ints.")
+    dtype = property(lambda self: self.op.dtype, doc="NumPy dtype (float32 or float64).")
+    name = property(lambda self: self.op.name, doc="The op's full name, e.g. 'net1/MatMul'.")
+    graph = property(lambda self: self.op.graph)
+    ndim = property(lambda self: len(self.op.shape))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Tensor) and other.op is self.op
+
+    def __hash__(self) -> int:
+        return id(self.op)
+
+    def __repr__(self) -> str:
+        return f"<Tensor {self.name!r} shape={self.shape} {self.dtype.name}>"
+
+    def __add__(self, other: object) -> Tensor:
+        from .ops import add
+
+        return add(self, other)
+
+    def __radd__(self, other: object) -> Tensor:
+        from .ops import add
+
+        return add(other, self)
+
+    def __mul__(self, other: object) -> Tensor:
+        from .ops import multiply
+
+        return multiply(self, other)
+
+    def __rmul__(self, other: object) -> Tensor:
+        from .ops import multiply
+
+        return multiply(other, self)
+
+    def __matmul__(self, other: object) -> Tensor:
+        from .ops import matmul
+
+        return matmul(self, other)
+
+    def __rmatmul__(self, other: object) -> Tensor:
+        from .ops import matmul
+
+        return matmul(other, self)
+
+
+class Graph:
+    """An append-only list of ops. Build it inside `with graph.as_default():`.
+
+    Thread safety: building one graph from several threads at once is serialized by a lock;
+    once a Session has taken the graph it is frozen (`finalized`) and safe to share.
+
+    >>> g = Graph()
+    >>> with g.as_default():
+    ...     y = constant([[1.0, 2.0]]) @ constant([[3.0], [4.0]])
+    >>> y.shape
+    (1, 1)
+    """
+
+    def __init__(self, name: str = "graph"):
+        self.name = name
+        self._ops: list[Op] = []
+        self._by_name: dict[str, Op] = {}
+        self._name_counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._finalized = False
+
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        return tuple(self._ops)
+
+    @property
+    def finalized(self) -> bool:
+        return self._finalized
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def __iter__(self) -> Iterator[Op]:
+        return iter(tuple(self._ops))
+
+    def __repr__(self) -> str:
+        return f"<Graph {self.name!r} with {len(self._ops)} ops>"
+
+    def finalize(self) -> None:
+        """Freeze the graph; a Session calls this. Adding ops afterwards raises GraphError."""
+        self._finalized = True
+
+    def op(self, name: str) -> Op:
+        """The op called `name` (its full scoped name)."""
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise GraphError(f"graph {self.name!r} has no op named {name!r}") from None
+
+    def tensor(self, name: str) -> Tensor:
+        """The output tensor of the op called `name`."""
+        return Tensor(self.op(name))
+
+    @contextlib.contextmanager
+    def as_default(self) -> Iterator[Graph]:
+        """Make this graph the one that builder functions add to, inside the `with` block."""
+        _context().graphs.append(self)
+        try:
+            yield self
+        finally:
+            _context().graphs.pop()
+
+    def add_op(
+        self,
+        type: str,
+        inputs: tuple[Tensor, ...],
+        attrs: Mapping[str, Any],
+        shape: Shape,
+        dtype: np.dtype,
+        name: str | None,
+        default_name: str,
+    ) -> Tensor:
+        """Append an op whose shape and dtype were already inferred; builders call this."""
+        context = _context()
+        scope = "/".join(context.scopes)
+        device = context.devices[-1] if context.devices else "cpu:0"
+        with self._lock:
+            if self._finalized:
+                raise GraphError(
+                    f"graph {self.name!r} is finalized (a Session runs it); cannot add "
+                    f"{type} op {name or default_name!r}: build a new Graph instead"
+                )
+            for tensor in inputs:
+                if tensor.op.graph is not self:
+                    raise GraphError(
+                        f"cannot add {type} op {name or default_name!r} in scope "
+                        f"{scope or '<root>'!r}: its input {tensor.name!r} belongs to graph "
+                        f"{tensor.op.graph.name!r}, not {self.name!r}"
+                    )
+            full_name = self._unique_name(scope, name or default_name)
+            op = Op(
+                graph=self,
+                id=len(self._ops),
+                type=type,
+                name=full_name,
+                scope=scope,
+                device=device,
+                inputs=inputs,
+                attrs=MappingProxyType(dict(attrs)),
+                shape=shape,
+                dtype=dtype,
+            )
+            self._ops.append(op)
+            self._by_name[full_name] = op
+        return Tensor(op)
+
+    def _unique_name(self, scope: str, name: str) -> str:
+        if not _NAME_PATTERN.match(name):
+            raise GraphError(f"op name {name!r} may only hold letters, digits, '_', '.', '-'")
+        base = f"{scope}/{name}" if scope else name
+        candidate, count = base, self._name_counts.get(base, 0)
+        while candidate in self._by_name:
+            count += 1
+            candidate = f"{base}_{count}"
+        self._name_counts[base] = count
+        return candidate
+
+
+class _BuilderContext(threading.local):
+    def __init__(self) -> None:
+        self.graphs: list[Graph] = []
+        self.scopes: list[str] = []
+        self.devices: list[str] = []
+
+
+_local = _BuilderContext()
+_global_default_graph = Graph("default")
+
+
+def _context() -> _BuilderContext:
+    return _local
+
+
+def get_default_graph() -> Graph:
+    """The innermost `as_default()` graph of this thread, else the process-wide default graph."""
+    graphs = _context().graphs
+    return graphs[-1] if graphs else _global_default_graph
+
+
+def reset_default_graph() -> Graph:
+    """Replace the process-wide default graph with a new empty one and return it."""
+    global _global_default_graph
+    _global_default_graph = Graph("default")
+    return _global_default_graph
+
+
+@contextlib.contextmanager
+def scope(name: str) -> Iterator[str]:
+    """Name ops inside the block `name/...`; nests. Entering "net1" twice reuses "net1".
+
+    >>> with scope("net1"), scope("layer"):
+    ...     pass  # ops built here are called "net1/layer/<Op>"
+    """
+    parts = name.strip("/").split("/") if isinstance(name, str) else [""]
+    if not all(part and _NAME_PATTERN.match(part) for part in parts):
+        raise GraphError(f"bad scope name {name!r}: use letters, digits, '_', '.', '-'")
+    scopes = _context().scopes
+    scopes.extend(parts)
+    try:
+        yield "/".join(scopes)
+    finally:
+        del scopes[len(scopes) - len(parts) :]
+
+
+@contextlib.contextmanager
+def device(spec: str | None) -> Iterator[str | None]:
+    """Place ops built inside the block on `spec` ("cpu:0", "gpu:0"); None means the default.
+
+    With `Config(soft_placement=True)` (the default) a session runs ops placed on a missing
+    device on the CPU instead; with False it refuses the graph before running.
+    """
+    normalized = None if spec is None else parse_device(spec)
+    devices = _context().devices
+    devices.append(normalized if normalized is not None else "cpu:0")
+    try:
+        yield normalized
+    finally:
+        devices.pop()

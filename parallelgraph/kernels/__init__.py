@@ -1,0 +1,20 @@
+"""CPU kernels: Numba `@njit(nogil=True, cache=True)` functions over a range of output rows.
+
+Every kernel takes its inputs, its output buffer and a row range, so one op can be split into
+shards that run on several threads at once; `nogil=True` is what lets those threads run truly in
+parallel, and `cache=True` keeps a fresh process from recompiling. Submodules are imported on
+first use (`kernels.elementwise`, ...) so that `import parallelgraph` does not import Numba.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+_SUBMODULES = ("elementwise", "reduce", "random", "matmul")
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

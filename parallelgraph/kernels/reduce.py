@@ -1,0 +1,22 @@
+"""Sum reduction over the middle axis of a 3-D view: acc[o, :] += sum_l x[o, l, :].
+
+`reduce_sum(x, axis)` sees its input as (outer, length, inner) around the reduced axis. When
+there are several outer rows, shards take ranges of them and write disjoint rows of the result;
+when there is one (axis=0, or axis=None where everything is one long row), shards take ranges of
+`length` and each writes its own partial sum, which the op adds up in shard order. Accumulation is
+in float64 whatever the input dtype, which makes float32 sums accurate and order effects tiny.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+
+@njit(nogil=True, cache=True)
+def sum_middle(x, acc, outer_start, outer_stop, length_start, length_stop):
+    for o in range(outer_start, outer_stop):
+        row = acc[o]
+        for position in range(length_start, length_stop):
+            src = x[o, position]
+            for i in range(src.shape[0]):
+                row[i] += src[i]

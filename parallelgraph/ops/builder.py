@@ -1,0 +1,62 @@
+"""How builder functions turn arguments into a checked op in the default graph."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..errors import GraphError
+from ..graph import Tensor, _context, get_default_graph
+from .registry import REGISTRY, ShapeError
+
+
+def build(
+    op_type: str,
+    inputs: tuple[Tensor, ...] = (),
+    attrs: Mapping[str, Any] | None = None,
+    name: str | None = None,
+) -> Tensor:
+    """Infer and check the op's shape and dtype, then add it to the default graph."""
+    definition = REGISTRY[op_type]
+    attrs = dict(attrs or {})
+    try:
+        shape, dtype = definition.infer(inputs, attrs)
+    except ShapeError as problem:
+        raise GraphError(
+            _describe_failure(op_type, name or definition.default_name, inputs, problem)
+        ) from None
+    return get_default_graph().add_op(
+        op_type, inputs, attrs, shape, dtype, name, definition.default_name
+    )
+
+
+def _describe_failure(
+    op_type: str, name: str, inputs: tuple[Tensor, ...], problem: Exception
+) -> str:
+    scope = "/".join(_context().scopes) or "<root>"
+    listed = ", ".join(f"{t.name!r} {list(t.shape)} {t.dtype.name}" for t in inputs)
+    return f"cannot build {op_type} op {name!r} in scope {scope!r}: {problem}" + (
+        f" (inputs: {listed})" if inputs else ""
+    )
+
+
+def as_tensor(value: object, dtype: np.dtype | None = None, what: str = "input") -> Tensor:
+    """A Tensor as is; a number or array becomes a constant (of `dtype` when given)."""
+    if isinstance(value, Tensor):
+        return value
+    from .sources import constant
+
+    if isinstance(value, (int, float, np.number, list, tuple, np.ndarray)):
+        return constant(np.asarray(value, dtype=dtype if dtype is not None else None))
+    raise GraphError(f"{what} must be a Tensor, a number or an array, not {type(value).__name__}")
+
+
+def binary_operands(a: object, b: object) -> tuple[Tensor, Tensor]:
+    """Both operands as tensors; a plain number takes the dtype of the tensor beside it."""
+    if isinstance(a, Tensor) and not isinstance(b, Tensor):
+        return a, as_tensor(b, a.dtype)
+    if isinstance(b, Tensor) and not isinstance(a, Tensor):
+        return as_tensor(a, b.dtype), b
+    return as_tensor(a), as_tensor(b)

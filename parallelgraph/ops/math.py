@@ -1,0 +1,318 @@
+"""Compute ops: elementwise arithmetic, activations, add_n, matmul and reductions.
+
+Each op is one small block: an `OpDef` (shape rule, cost, row kernel, NumPy reference) and the
+builder function users call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import kernels
+from ..dtypes import Shape, num_elements, row_view_shape
+from ..graph import Tensor
+from .builder import as_tensor, binary_operands, build
+from .registry import Arrays, Cost, OpDef, ShapeError, register
+
+
+def _rows_of(array: np.ndarray, rows: int, columns: int) -> np.ndarray:
+    """`array` as a (rows, columns) view: itself reshaped, or a bias/scalar broadcast by strides."""
+    if array.size == rows * columns:
+        return array.reshape(rows, columns)
+    return np.broadcast_to(array.reshape(1, -1), (rows, columns))
+
+
+def _same_dtype(inputs: Sequence[Tensor]) -> np.dtype:
+    dtypes = {t.dtype for t in inputs}
+    if len(dtypes) > 1:
+        raise ShapeError(f"dtypes differ ({', '.join(sorted(d.name for d in dtypes))})")
+    return inputs[0].dtype
+
+
+class ElementwiseBinary(OpDef):
+    """out = a (op) b for equal shapes, a bias [n] along the last axis, or a scalar."""
+
+    def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
+        a, b = inputs
+        dtype = _same_dtype(inputs)
+        if a.shape == b.shape or b.shape == () or _is_bias(b.shape, a.shape):
+            return a.shape, dtype
+        if a.shape == () or _is_bias(a.shape, b.shape):
+            return b.shape, dtype
+        raise ShapeError(
+            f"shapes {list(a.shape)} and {list(b.shape)} do not broadcast (allowed: equal "
+            "shapes, a bias [n] over the last axis, or a scalar)"
+        )
+
+    def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
+        out = np.empty(op.shape, dtype=op.dtype)
+        rows, columns = row_view_shape(op.shape)
+        a, b = (_rows_of(arg, rows, columns) for arg in args)
+        return a, b, out.reshape(rows, columns), out
+
+
+def _is_bias(bias: Shape, full: Shape) -> bool:
+    return len(bias) == 1 and len(full) >= 2 and bias[0] == full[-1]
+
+
+@register
+class Add(ElementwiseBinary):
+    type = "add"
+    default_name = "Add"
+
+    def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
+        kernels.elementwise.add_rows(*work[:3], row_start, row_stop)
+
+    def reference(self, op: Any, args: Arrays) -> np.ndarray:
+        return np.add(*args).astype(op.dtype)
+
+
+@register
+class Multiply(ElementwiseBinary):
+    type = "multiply"
+    default_name = "Mul"
+
+    def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
+        kernels.elementwise.multiply_rows(*work[:3], row_start, row_stop)
+
+    def reference(self, op: Any, args: Arrays) -> np.ndarray:
+        return np.multiply(*args).astype(op.dtype)
+
+
+class ElementwiseUnary(OpDef):
+    def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
+        return inputs[0].shape, inputs[0].dtype
+
+    def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
+        out = np.empty(op.shape, dtype=op.dtype)
+        rows, columns = row_view_shape(op.shape)
+        return args[0].reshape(rows, columns), out.reshape(rows, columns), out
+
+
+@register
+class Relu(ElementwiseUnary):
+    type = "relu"
+    default_name = "Relu"
+
+    def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
+        kernels.elementwise.relu_rows(*work[:2], row_start, row_stop)
+
+    def reference(self, op: Any, args: Arrays) -> np.ndarray:
+        return np.maximum(args[0], 0).astype(op.dtype)
+
+
+@register
+class Tanh(ElementwiseUnary):
+    type = "tanh"
+    default_name = "Tanh"
+    flops_per_element = 20
+
+    def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
+        kernels.elementwise.tanh_rows(*work[:2], row_start, row_stop)
+
+    def reference(self, op: Any, args: Arrays) -> np.ndarray:
+        return np.tanh(args[0]).astype(op.dtype)
+
+
+@register
+class AddN(OpDef):
+    """Sum of several same-shaped tensors, folded left to right: ((x0 + x1) + x2) + ..."""
+
+    type = "add_n"
+    default_name = "AddN"
+
+    def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
+        dtype = _same_dtype(inputs)
+        shapes = {t.shape for t in inputs}
+        if len(shapes) > 1:
+            raise ShapeError(f"add_n needs equal shapes, got {[list(s) for s in shapes]}")
+        return inputs[0].shape, dtype
+
+    def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
+        out = np.empty(op.shape, dtype=op.dtype)
+        rows, columns = row_view_shape(op.shape)
+        return [arg.reshape(rows, columns) for arg in args], out.reshape(rows, columns), out
+
+    def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
+        terms, out, _ = work
+        if len(terms) == 1:
+            out[row_start:row_stop] = terms[0][row_start:row_stop]
+            return
+        kernels.elementwise.add_rows(terms[0], terms[1], out, row_start, row_stop)
+        for term in terms[2:]:
+            kernels.elementwise.accumulate_rows(out, term, row_start, row_stop)
+
+    def reference(self, op: Any, args: Arrays) -> np.ndarray:
+        total = args[0].copy()
+        for arg in args[1:]:
+            total = total + arg
+        return total.astype(op.dtype)
+
+
+@register
+class MatMul(OpDef):
+    """[m, k] @ [k, n]. Shards are row blocks of the output; `Config.matmul_kernel` picks the
+    kernel: "blas" (BLAS on the row block) or "numba" (the register-tiled pure Numba kernel)."""
+
+    type = "matmul"
+    default_name = "MatMul"
+    #: A multiple of every matmul kernel's register-tile height (kernels.matmul.ROW_ALIGN).
+    row_align = 48
+    #: Each shard packs all of B again; below ~256 rows that costs more than a second thread
+    #: gains (benchmarks/RESULTS.md: 16 row blocks of a 512-row matmul lost 27% in BLAS).
+    min_shard_rows = 256
+    flops_per_ns = 100.0
+
+    def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
+        a, b = inputs
+        dtype = _same_dtype(inputs)
+        if a.ndim != 2 or b.ndim != 2:
+            raise ShapeError(f"matmul needs 2-D operands, got {list(a.shape)} @ {list(b.shape)}")
+        if a.shape[1] != b.shape[0]:
+            raise ShapeError(
+                f"inner dimensions differ: {list(a.shape)} @ {list(b.shape)} "
+                f"({a.shape[1]} != {b.shape[0]})"
+            )
+        return (a.shape[0], b.shape[1]), dtype
+
+    def cost(self, op: Any) -> Cost:
+        (m, k), n = op.inputs[0].shape, op.shape[1]
+        return Cost(2 * m * k * n, (m * k + k * n + m * n) * op.dtype.itemsize)
+
+    def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
+        variant = getattr(config, "matmul_kernel", "blas")
+        kernel = (
+            kernels.matmul.matmul_rows_numba
+            if variant == "numba"
+            else kernels.matmul.matmul_rows_blas
+        )
+        out = np.empty(op.shape, dtype=op.dtype)
+        return kernel, args[0], args[1], out
+
+    def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
+        kernel, a, b, out = work
+        kernel(a, b, out, row_start, row_stop)
+
+    def reference(self, op: Any, args: Arrays) -> np.ndarray:
+        return (args[0].astype(np.float64) @ args[1].astype(np.float64)).astype(op.dtype)
+
+
+@register
+class ReduceSum(OpDef):
+    """Sum over one axis or all of them, accumulated in float64 (see kernels.reduce)."""
+
+    type = "reduce_sum"
+    default_name = "Sum"
+
+    def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
+        shape, axis = inputs[0].shape, attrs["axis"]
+        if axis is None:
+            return (), inputs[0].dtype
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+            raise ShapeError(f"axis must be None or an int, got {axis!r}")
+        if not -len(shape) <= axis < len(shape):
+            raise ShapeError(f"axis {axis} is out of range for shape {list(shape)}")
+        attrs["axis"] = int(axis) % len(shape)
+        return shape[: attrs["axis"]] + shape[attrs["axis"] + 1 :], inputs[0].dtype
+
+    def cost(self, op: Any) -> Cost:
+        n = num_elements(op.inputs[0].shape)
+        return Cost(n, (n + num_elements(op.shape)) * op.dtype.itemsize)
+
+    @staticmethod
+    def view(op: Any) -> tuple[int, int, int]:
+        """(outer, length, inner) around the reduced axis (axis=None: one long row)."""
+        shape, axis = op.inputs[0].shape, op.attrs["axis"]
+        if axis is None:
+            return 1, num_elements(shape), 1
+        return num_elements(shape[:axis]), shape[axis], num_elements(shape[axis + 1 :])
+
+    def rows(self, op: Any) -> int:
+        outer, length, _ = self.view(op)
+        return outer if outer > 1 else length
+
+    def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
+        outer, length, inner = self.view(op)
+        x = args[0].reshape(outer, length, inner)
+        partials = np.zeros((num_shards if outer == 1 else 1, outer, inner), dtype=np.float64)
+        return x, partials
+
+    def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
+        x, partials = work
+        outer, length, _ = x.shape
+        if outer > 1:  # shards own disjoint output rows
+            kernels.reduce.sum_middle(x, partials[0], row_start, row_stop, 0, length)
+        else:  # shards own ranges of the reduced axis, each with its partial sum
+            kernels.reduce.sum_middle(x, partials[shard], 0, 1, row_start, row_stop)
+
+    def finish(self, op: Any, work: Any) -> np.ndarray:
+        x, partials = work
+        total = partials[0].copy()
+        for partial in partials[1:]:  # fixed shard order: bit-identical on any threads
+            total += partial
+        return self.scale(total, x.shape[1]).astype(op.dtype).reshape(op.shape)
+
+    def scale(self, total: np.ndarray, length: int) -> np.ndarray:
+        return total
+
+    def reference(self, op: Any, args: Arrays) -> np.ndarray:
+        return np.sum(args[0].astype(np.float64), axis=op.attrs["axis"]).astype(op.dtype)
+
+
+@register
+class ReduceMean(ReduceSum):
+    type = "reduce_mean"
+    default_name = "Mean"
+
+    def scale(self, total: np.ndarray, length: int) -> np.ndarray:
+        return total / length if length else np.full_like(total, np.nan)
+
+    def reference(self, op: Any, args: Arrays) -> np.ndarray:
+        return np.mean(args[0].astype(np.float64), axis=op.attrs["axis"]).astype(op.dtype)
+
+
+def add(a: object, b: object, name: str | None = None) -> Tensor:
+    """a + b; a bias of shape [n] broadcasts over the last axis; numbers become constants."""
+    return build("add", binary_operands(a, b), name=name)
+
+
+def multiply(a: object, b: object, name: str | None = None) -> Tensor:
+    """a * b elementwise, broadcasting like `add`."""
+    return build("multiply", binary_operands(a, b), name=name)
+
+
+def matmul(a: object, b: object, name: str | None = None) -> Tensor:
+    """Matrix product of two 2-D tensors, [m, k] @ [k, n] -> [m, n]."""
+    return build("matmul", binary_operands(a, b), name=name)
+
+
+def relu(x: object, name: str | None = None) -> Tensor:
+    """max(x, 0) elementwise."""
+    return build("relu", (as_tensor(x),), name=name)
+
+
+def tanh(x: object, name: str | None = None) -> Tensor:
+    """Hyperbolic tangent elementwise."""
+    return build("tanh", (as_tensor(x),), name=name)
+
+
+def add_n(inputs: Sequence[object], name: str | None = None) -> Tensor:
+    """Sum of a list of same-shaped tensors."""
+    if isinstance(inputs, Tensor) or not isinstance(inputs, Sequence) or not inputs:
+        from ..errors import GraphError
+
+        raise GraphError("add_n takes a non-empty list of tensors")
+    return build("add_n", tuple(as_tensor(x) for x in inputs), name=name)
+
+
+def reduce_sum(x: object, axis: int | None = None, name: str | None = None) -> Tensor:
+    """Sum over `axis` (an int) or over all elements (None), accumulated in float64."""
+    return build("reduce_sum", (as_tensor(x),), {"axis": axis}, name)
+
+
+def reduce_mean(x: object, axis: int | None = None, name: str | None = None) -> Tensor:
+    """Mean over `axis` (an int) or over all elements (None)."""
+    return build("reduce_mean", (as_tensor(x),), {"axis": axis}, name)

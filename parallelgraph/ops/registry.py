@@ -1,0 +1,101 @@
+"""The op registry: for each op type one `OpDef` with its shape rule, cost, kernels and reference.
+
+Adding an op means writing one small `OpDef` subclass (decorated with `@register`) and a builder
+function, nothing else: the plan, the executors and the trace read everything from here.
+
+Kernels are *row-range* kernels. Every op exposes a 2-D view of its work — `rows(op)` rows — and
+`compute(op, args, out, shard, row_start, row_stop)` fills rows [row_start, row_stop). The plan
+cuts those rows into shards whose boundaries depend only on the op's shapes (never on thread
+counts), and executors may run the shards on any threads in any order; ops whose shards produce
+partial results (reductions) combine them in `finish` in shard order. That is why every executor
+and thread setting gives bit-identical outputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..dtypes import Shape, num_elements, row_view_shape
+
+Arrays = Sequence[np.ndarray]
+
+
+class ShapeError(Exception):
+    """Raised by `OpDef.infer`; the builder turns it into a GraphError naming op and scope."""
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What an op costs: floating-point operations and bytes moved (read + written)."""
+
+    flops: int
+    bytes: int
+
+
+class OpDef:
+    """One op type. Subclasses override what differs; defaults suit an elementwise row op."""
+
+    type: ClassVar[str]
+    default_name: ClassVar[str]
+    #: Source ops (constants, variables, placeholders) get their value from the session and
+    #: are never scheduled as work.
+    is_source: ClassVar[bool] = False
+    #: Shard row boundaries are multiples of this (a kernel's register-tile height, say).
+    row_align: ClassVar[int] = 1
+    #: No shard gets fewer rows than this (matmul: each shard re-packs all of B).
+    min_shard_rows: ClassVar[int] = 1
+    #: Rough arithmetic per output element, for the cost model of elementwise ops.
+    flops_per_element: ClassVar[int] = 1
+    #: Single-core arithmetic throughput the shard planner assumes for this op's kernel.
+    flops_per_ns: ClassVar[float] = 1.0
+
+    def cost(self, op: Any) -> Cost:
+        n = num_elements(op.shape)
+        reads = sum(num_elements(t.shape) * t.dtype.itemsize for t in op.inputs)
+        return Cost(self.flops_per_element * n, reads + n * op.dtype.itemsize)
+
+    def rows(self, op: Any) -> int:
+        """How many rows the op's work splits into (the range shards are cut from)."""
+        return row_view_shape(op.shape)[0]
+
+    def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
+        """Output shape and dtype from the input tensors; raise `ShapeError` when they misfit."""
+        raise NotImplementedError
+
+    def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
+        """Allocate the output (and partial buffers) and the 2-D views that shards work on.
+
+        `config` is the session's Config, for ops with kernel variants (matmul_kernel).
+        """
+        raise NotImplementedError
+
+    def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
+        """Fill rows [row_start, row_stop) of the prepared `work` (this is shard `shard`)."""
+        raise NotImplementedError
+
+    def finish(self, op: Any, work: Any) -> np.ndarray:
+        """Turn the filled work into the output value (combine partials in shard order)."""
+        return work[-1]
+
+    def reference(self, op: Any, args: Arrays) -> np.ndarray:
+        """The plain NumPy computation tests compare against."""
+        raise NotImplementedError
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+def register(cls: type[OpDef]) -> type[OpDef]:
+    """Class decorator: add one instance of `cls` to the registry under `cls.type`."""
+    if cls.type in REGISTRY:
+        raise ValueError(f"op type {cls.type!r} registered twice")
+    REGISTRY[cls.type] = cls()
+    return cls
+
+
+def opdef(op_type: str) -> OpDef:
+    return REGISTRY[op_type]

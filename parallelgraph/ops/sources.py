@@ -1,0 +1,230 @@
+"""Ops whose values come from outside the dataflow: constants, placeholders, variables, and the
+random source `random_normal` (a real op: it computes, in row shards, on every run).
+
+Constants, placeholders and variables are *sources*: a session supplies their values (the
+constant itself, the feed, the session's variable store) before scheduling starts, so they never
+take a worker's time and do not appear in traces.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import numpy as np
+
+from .. import kernels
+from ..dtypes import Shape, as_dtype, as_shape, num_elements, row_view_shape
+from ..errors import GraphError
+from ..graph import Tensor
+from .builder import build
+from .registry import Arrays, Cost, OpDef, ShapeError, register
+
+VARIABLE_INITIALIZERS = ("glorot_uniform", "zeros", "ones")
+
+
+def default_seed(op: Any) -> int:
+    """The seed of an op built without one: a stable hash of its full name."""
+    seed = op.attrs.get("seed")
+    return zlib.crc32(op.name.encode()) if seed is None else int(seed)
+
+
+class SourceDef(OpDef):
+    """Sources declare their shape and dtype in attrs and cost nothing to schedule."""
+
+    is_source = True
+
+    def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
+        return attrs["shape"], attrs["dtype"]
+
+    def cost(self, op: Any) -> Cost:
+        return Cost(0, 0)
+
+
+@register
+class Constant(SourceDef):
+    type = "constant"
+    default_name = "Const"
+
+    def reference(self, op: Any, args: Arrays) -> np.ndarray:
+        return op.attrs["value"]
+
+
+@register
+class Placeholder(SourceDef):
+    type = "placeholder"
+    default_name = "Placeholder"
+
+
+@register
+class Variable(SourceDef):
+    type = "variable"
+    default_name = "Variable"
+
+    def initial_value(self, op: Any) -> np.ndarray:
+        """The value a new session gives the variable (deterministic for a given seed/name)."""
+        init = op.attrs["init"]
+        if isinstance(init, np.ndarray):
+            return init.copy()
+        if init == "zeros":
+            return np.zeros(op.shape, dtype=op.dtype)
+        if init == "ones":
+            return np.ones(op.shape, dtype=op.dtype)
+        fan_in = op.shape[0] if op.shape else 1
+        fan_out = op.shape[-1] if op.shape else 1
+        limit = np.sqrt(6.0 / max(1, fan_in + fan_out))
+        rng = np.random.default_rng(default_seed(op))
+        return rng.uniform(-limit, limit, size=op.shape).astype(op.dtype)
+
+
+@register
+class RandomNormal(OpDef):
+    type = "random_normal"
+    default_name = "RandomNormal"
+    flops_per_element = 40
+
+    def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
+        return attrs["shape"], attrs["dtype"]
+
+    def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
+        out = np.empty(op.shape, dtype=op.dtype)
+        seed = np.uint64(default_seed(op) & 0xFFFFFFFFFFFFFFFF)
+        constants, shift = kernels.random.normal_constants(
+            op.dtype, op.attrs["mean"], op.attrs["stddev"]
+        )
+        return out.reshape(row_view_shape(op.shape)), seed, constants, shift, out
+
+    def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
+        out2d, seed, constants, shift, _ = work
+        kernels.random.normal_rows(out2d, seed, constants, shift, row_start, row_stop)
+
+    def reference(self, op: Any, args: Arrays) -> np.ndarray:
+        count = num_elements(op.shape)
+        bits = 24 if op.dtype == np.float32 else 32
+        normals = philox_normal_reference(count, default_seed(op), bits)
+        return (op.attrs["mean"] + op.attrs["stddev"] * normals).astype(op.dtype).reshape(op.shape)
+
+
+def philox_normal_reference(count: int, seed: int, bits: int = 32) -> np.ndarray:
+    """`count` standard normals by vectorised NumPy Philox4x32-10 (float64): the test oracle.
+
+    `bits`: how many top bits of each word make a uniform (24 for float32, 32 for float64).
+    """
+    mask = np.uint64(0xFFFFFFFF)
+    groups = np.arange((count + 3) // 4, dtype=np.uint64)
+    c0, c1 = groups & mask, groups >> np.uint64(32)
+    c2 = np.zeros_like(groups)
+    c3 = np.zeros_like(groups)
+    key = np.uint64(seed & 0xFFFFFFFFFFFFFFFF)
+    k0, k1 = key & mask, key >> np.uint64(32)
+    for _ in range(10):
+        product0 = np.uint64(0xD2511F53) * c0
+        product1 = np.uint64(0xCD9E8D57) * c2
+        c0, c1, c2, c3 = (
+            (product1 >> np.uint64(32)) ^ c1 ^ k0,
+            product1 & mask,
+            (product0 >> np.uint64(32)) ^ c3 ^ k1,
+            product0 & mask,
+        )
+        k0 = (k0 + np.uint64(0x9E3779B9)) & mask
+        k1 = (k1 + np.uint64(0xBB67AE85)) & mask
+    words = np.stack([c0, c1, c2, c3], axis=1) >> np.uint64(32 - bits)
+    uniform = (words.astype(np.float64) + 0.5) * 2.0**-bits
+    radius = np.sqrt(-2.0 * np.log(uniform[:, 0::2]))
+    angle = 2.0 * np.pi * uniform[:, 1::2]
+    pairs = np.stack([radius * np.cos(angle), radius * np.sin(angle)], axis=2)
+    # Per group: words (w0, w1) give normals 0 and 1, (w2, w3) give normals 2 and 3.
+    return pairs.reshape(-1)[:count]
+
+
+def constant(value: object, dtype: object = None, name: str | None = None) -> Tensor:
+    """A constant tensor holding a copy of `value`.
+
+    Python numbers and lists become float32 (as in TensorFlow); float NumPy arrays keep their
+    dtype unless `dtype` is given.
+
+    >>> pg.constant([[1.0, 2.0]]).shape
+    (1, 2)
+    """
+    array = np.asarray(value)
+    if dtype is not None:
+        target = as_dtype(dtype, "constant")
+    elif isinstance(value, np.ndarray) and array.dtype.kind == "f":
+        target = as_dtype(array.dtype, "constant")
+    else:
+        target = np.dtype(np.float32)
+    if array.dtype.kind not in "fiub":
+        raise GraphError(f"constant: cannot make a {target.name} tensor from {array.dtype} data")
+    # Kept writeable (read-only arrays would make Numba compile extra specializations);
+    # nothing writes it, and fetching a constant returns a copy.
+    stored = np.array(array, dtype=target, order="C", copy=True)
+    attrs = {"value": stored, "shape": stored.shape, "dtype": target}
+    return build("constant", (), attrs, name)
+
+
+def placeholder(shape: object, dtype: object = "float32", name: str | None = None) -> Tensor:
+    """A value fed at run time: `sess.run(y, feed_dict={x: array})`. Shapes are fully defined."""
+    attrs = {"shape": as_shape(shape, "placeholder"), "dtype": as_dtype(dtype, "placeholder")}
+    return build("placeholder", (), attrs, name)
+
+
+def variable(
+    shape: object,
+    name: str | None = None,
+    dtype: object = "float32",
+    init: object = "glorot_uniform",
+    seed: int | None = None,
+) -> Tensor:
+    """A tensor whose value lives in the session: initialized once, kept across runs.
+
+    `init` is "glorot_uniform" (the default, as TensorFlow's get_variable), "zeros", "ones" or
+    an array of the variable's shape. Without `seed` the seed is a hash of the full name, so
+    every session starts from the same values.
+    """
+    shape = as_shape(shape, f"variable {name!r}")
+    dtype = as_dtype(dtype, f"variable {name!r}")
+    if isinstance(init, (list, tuple, np.ndarray)):
+        init = np.ascontiguousarray(init, dtype=dtype)
+        if init.shape != shape:
+            raise GraphError(
+                f"variable {name!r}: initial value has shape {list(init.shape)}, "
+                f"but the variable's shape is {list(shape)}"
+            )
+    elif init not in VARIABLE_INITIALIZERS:
+        raise GraphError(
+            f"variable {name!r}: unknown init {init!r}; use one of {VARIABLE_INITIALIZERS} "
+            "or an array"
+        )
+    attrs = {"shape": shape, "dtype": dtype, "init": init, "seed": seed}
+    return build("variable", (), attrs, name)
+
+
+def random_normal(
+    shape: object,
+    mean: float = 0.0,
+    stddev: float = 1.0,
+    dtype: object = "float32",
+    seed: int | None = None,
+    name: str | None = None,
+) -> Tensor:
+    """Normal random numbers from a counter-based generator (Philox4x32-10).
+
+    Stateless: one seed gives the same numbers on every run, however the op is sharded, on any
+    number of threads. Without `seed` the seed is a hash of the op's full name.
+    """
+    shape = as_shape(shape, "random_normal")
+    if num_elements(shape) > 2**40:
+        raise GraphError(f"random_normal: shape {list(shape)} is too large")
+    if not float(stddev) >= 0:
+        raise GraphError(f"random_normal: stddev must be >= 0, got {stddev!r}")
+    attrs = {
+        "shape": shape,
+        "dtype": as_dtype(dtype, "random_normal"),
+        "seed": seed,
+        "mean": float(mean),
+        "stddev": float(stddev),
+    }
+    return build("random_normal", (), attrs, name)
+
+
+__all__ = ["ShapeError", "constant", "placeholder", "random_normal", "variable"]

@@ -1,0 +1,171 @@
+"""What a Session decides once per (graph, fetches, feeds, config): the Plan.
+
+- **Pruning**: only ops that some fetch needs run; a fed tensor cuts the graph there.
+- **Order and dependencies**: the graph's op order is topological, so steps keep it, and each
+  step knows its consumers and how many producing steps it waits for (its dependency count).
+- **Placement**: each op's device. Without a GPU executor, ops placed on a GPU (or on a CPU other
+  than cpu:0) run on cpu:0 when `soft_placement` is on, and the plan records why; otherwise the
+  session refuses the graph before anything runs.
+- **Shards**: how many row ranges each op's work is cut into. The count follows the op's
+  estimated time (an op too small to pay for a hand-off between threads is not split), and the
+  boundaries depend only on the op's shapes, never on the thread counts. That is what makes every
+  executor and thread setting compute exactly the same floating-point operations in the same
+  order for every output element: bit-identical results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .config import Config
+from .errors import GraphError, describe
+from .graph import Graph, Op
+from .ops.registry import Cost, OpDef, opdef
+
+#: A shard should carry at least this much estimated work: a hand-off to another thread costs
+#: 15-40 us on this kind of machine, and ~50 us shards gained nothing in measurements.
+MIN_SHARD_NS = 250_000
+#: More shards than this adds hand-offs without adding balance on the machines we target.
+MAX_SHARDS = 16
+#: Cost-model throughputs (one core): memory traffic, and arithmetic of non-BLAS ops.
+BYTES_PER_NS = 8.0
+
+
+@dataclass(frozen=True)
+class Step:
+    """One op to execute: where its inputs are, who waits for it, how it is sharded."""
+
+    index: int
+    op: Op
+    definition: OpDef
+    slot: int
+    input_slots: tuple[int, ...]
+    consumers: tuple[int, ...]
+    shards: tuple[tuple[int, int], ...]
+    device: str
+    cost: Cost
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything an executor needs to run a pruned graph; values live in numbered slots."""
+
+    graph: Graph
+    steps: tuple[Step, ...]
+    #: (slot, op) of every source whose value the session supplies before the run.
+    sources: tuple[tuple[int, Op], ...]
+    fetch_slots: tuple[int, ...]
+    num_slots: int
+    initial_pending: tuple[int, ...]
+    initial_ready: tuple[int, ...]
+    #: How many steps read each slot; an intermediate value is dropped after its last reader.
+    slot_uses: tuple[int, ...]
+    #: Slots that must survive the run (fetches and sources).
+    kept_slots: frozenset[int]
+    #: Human-readable notes, e.g. soft placement moving an op.
+    notes: tuple[str, ...]
+
+
+def estimated_ns(definition: OpDef, cost: Cost) -> float:
+    """A rough single-core time for an op, used only to decide how many shards pay."""
+    return cost.flops / definition.flops_per_ns + cost.bytes / BYTES_PER_NS
+
+
+def shard_bounds(definition: OpDef, op: Op) -> tuple[tuple[int, int], ...]:
+    """Row ranges for the op's shards: a function of the op's shapes only."""
+    rows = definition.rows(op)
+    blocks = max(1, -(-rows // definition.row_align))
+    wanted = int(estimated_ns(definition, definition.cost(op)) // MIN_SHARD_NS)
+    count = max(1, min(wanted, MAX_SHARDS, blocks, rows // definition.min_shard_rows))
+    bounds = []
+    for shard in range(count):
+        start = min(rows, (shard * blocks // count) * definition.row_align)
+        stop = min(rows, ((shard + 1) * blocks // count) * definition.row_align)
+        bounds.append((start, stop))
+    return tuple(bounds)
+
+
+def place(op: Op, config: Config, gpu_available: bool = False) -> tuple[str, str | None]:
+    """The device an op runs on, and a note when soft placement moved it."""
+    if op.device == "cpu:0" or (op.device.startswith("gpu:") and gpu_available):
+        return op.device, None
+    if not config.soft_placement:
+        raise GraphError(
+            f"op {describe(op)} is placed on {op.device}, which this session cannot use "
+            f"(executor {config.executor!r}, no such device); set "
+            "Config(soft_placement=True) to run it on cpu:0 instead"
+        )
+    return "cpu:0", f"{op.name}: placed on {op.device}, ran on cpu:0 (soft placement)"
+
+
+def build_plan(graph: Graph, fetches: Iterable[Op], fed: Iterable[Op], config: Config) -> Plan:
+    """Prune, order, place and shard. Raises GraphError for anything that cannot run."""
+    fetches, fed_ids = tuple(fetches), {op.id for op in fed}
+    needed = _needed_ops(fetches, fed_ids)
+    slot_of = {op.id: slot for slot, op in enumerate(needed)}
+    step_of: dict[int, int] = {}
+    sources, notes = [], []
+    for op in needed:
+        if op.id in fed_ids or opdef(op.type).is_source:
+            sources.append((slot_of[op.id], op))
+        else:
+            step_of[op.id] = len(step_of)
+
+    consumers: dict[int, list[int]] = {index: [] for index in step_of.values()}
+    pending, uses = [], [0] * len(needed)
+    steps_ops = [op for op in needed if op.id in step_of]
+    for op in steps_ops:
+        producers = {step_of[t.op.id] for t in op.inputs if t.op.id in step_of}
+        for producer in sorted(producers):
+            consumers[producer].append(step_of[op.id])
+        pending.append(len(producers))
+        for tensor in op.inputs:
+            uses[slot_of[tensor.op.id]] += 1
+
+    steps = []
+    for op in steps_ops:
+        definition = opdef(op.type)
+        device, note = place(op, config)
+        if note:
+            notes.append(note)
+        steps.append(
+            Step(
+                index=step_of[op.id],
+                op=op,
+                definition=definition,
+                slot=slot_of[op.id],
+                input_slots=tuple(slot_of[t.op.id] for t in op.inputs),
+                consumers=tuple(consumers[step_of[op.id]]),
+                shards=shard_bounds(definition, op),
+                device=device,
+                cost=definition.cost(op),
+            )
+        )
+    fetch_slots = tuple(slot_of[op.id] for op in fetches)
+    return Plan(
+        graph=graph,
+        steps=tuple(steps),
+        sources=tuple(sources),
+        fetch_slots=fetch_slots,
+        num_slots=len(needed),
+        initial_pending=tuple(pending),
+        initial_ready=tuple(i for i, count in enumerate(pending) if count == 0),
+        slot_uses=tuple(uses),
+        kept_slots=frozenset(fetch_slots) | {slot for slot, _ in sources},
+        notes=tuple(notes),
+    )
+
+
+def _needed_ops(fetches: tuple[Op, ...], fed_ids: set[int]) -> list[Op]:
+    """Ancestors of the fetches (stopping at fed ops), in graph order."""
+    seen: dict[int, Op] = {}
+    stack = list(fetches)
+    while stack:
+        op = stack.pop()
+        if op.id in seen:
+            continue
+        seen[op.id] = op
+        if op.id not in fed_ids:
+            stack.extend(t.op for t in op.inputs)
+    return [seen[i] for i in sorted(seen)]

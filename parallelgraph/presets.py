@@ -1,0 +1,133 @@
+"""Ready-made graphs for the demo, the CLI, benchmarks and notebooks.
+
+- `two-networks`: the seed graph. Two independent networks (scopes net1, net2), each
+  `matmul(matmul(x, w1) + b1, w2)` on its own random input, summed at the end. Inter-op threads
+  let them overlap.
+- `wide`: many small independent branches summed by add_n: inter-op parallelism or nothing.
+- `chain`: a stack of dependent layers: no two ops can overlap; only intra-op threads help.
+- `random`: a seeded random DAG of matmuls, elementwise ops and sums.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .graph import Graph, Tensor, device, scope
+from .ops import add, add_n, matmul, random_normal, reduce_sum, relu, tanh, variable
+
+#: (batch, input, hidden, output) of the two-network graph, as in the issue tracker.
+TWO_NETWORK_SIZES = {
+    "tiny": (8, 16, 16, 8),
+    "small": (64, 256, 256, 64),
+    "medium": (512, 1024, 1024, 512),
+    "large": (2048, 2048, 2048, 1024),
+}
+#: (batch, width) of the other presets.
+WIDTH_SIZES = {"tiny": (8, 16), "small": (64, 128), "medium": (256, 512), "large": (1024, 1024)}
+PRESETS = ("two-networks", "wide", "chain", "random")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A built preset: the graph, the tensor to fetch, and a one-line description."""
+
+    name: str
+    size: str
+    graph: Graph
+    fetch: Tensor
+    description: str
+    scopes: tuple[str, ...] = ()
+
+
+def network(batch: int, n_in: int, n_hidden: int, n_out: int, dtype: str, seed: int) -> Tensor:
+    """The seed's network in the current scope: matmul(matmul(x, w1) + b1, w2)."""
+    x = random_normal((batch, n_in), seed=seed, dtype=dtype)
+    w1 = variable((n_in, n_hidden), name="w1", dtype=dtype)
+    b1 = variable((n_hidden,), name="b1", dtype=dtype)
+    w2 = variable((n_hidden, n_out), name="w2", dtype=dtype)
+    return matmul(matmul(x, w1) + b1, w2)
+
+
+def two_networks(
+    size: str = "medium", dtype: str = "float32", device_name: str | None = None
+) -> Preset:
+    """The seed experiment's graph; `device_name="gpu:0"` places it like the original."""
+    batch, n_in, n_hidden, n_out = _size(TWO_NETWORK_SIZES, size)
+    graph = Graph(f"two-networks-{size}")
+    with graph.as_default(), device(device_name):
+        with scope("net1"):
+            result1 = network(batch, n_in, n_hidden, n_out, dtype, seed=1)
+        with scope("net2"):
+            result2 = network(batch, n_in, n_hidden, n_out, dtype, seed=2)
+        out = add(result1, result2, name="out")
+    description = (
+        f"two independent networks, (batch, in, hidden, out) = {(batch, n_in, n_hidden, n_out)}"
+    )
+    return Preset("two-networks", size, graph, out, description, ("net1", "net2"))
+
+
+def wide(size: str = "medium", dtype: str = "float32", branches: int = 8) -> Preset:
+    """`branches` independent tanh(x @ w) branches, summed: only inter-op threads help."""
+    batch, width = _size(WIDTH_SIZES, size)
+    graph = Graph(f"wide-{size}")
+    with graph.as_default():
+        outputs = []
+        for index in range(branches):
+            with scope(f"branch{index}"):
+                x = random_normal((batch, width), seed=index, dtype=dtype)
+                outputs.append(tanh(matmul(x, variable((width, width), name="w", dtype=dtype))))
+        out = add_n(outputs, name="out")
+    scopes = tuple(f"branch{i}" for i in range(branches))
+    return Preset("wide", size, graph, out, f"{branches} branches of [{batch}x{width}]", scopes)
+
+
+def chain(size: str = "medium", dtype: str = "float32", layers: int = 8) -> Preset:
+    """`layers` dependent relu(x @ w) layers: only intra-op threads help."""
+    batch, width = _size(WIDTH_SIZES, size)
+    graph = Graph(f"chain-{size}")
+    with graph.as_default():
+        x = random_normal((batch, width), seed=0, dtype=dtype)
+        for index in range(layers):
+            with scope(f"layer{index}"):
+                x = relu(matmul(x, variable((width, width), name="w", dtype=dtype)))
+        out = reduce_sum(x, axis=0, name="out")
+    return Preset("chain", size, graph, out, f"{layers} dependent layers of [{batch}x{width}]")
+
+
+def random_dag(
+    size: str = "medium", dtype: str = "float32", ops: int = 30, seed: int = 0
+) -> Preset:
+    """A seeded random DAG: each new op takes one or two earlier tensors of the same shape."""
+    batch, width = _size(WIDTH_SIZES, size)
+    rng = np.random.default_rng(seed)
+    graph = Graph(f"random-{size}-{seed}")
+    with graph.as_default():
+        tensors = [random_normal((batch, width), seed=i, dtype=dtype) for i in range(3)]
+        for index in range(ops):
+            with scope(f"op{index}"):
+                a = tensors[rng.integers(len(tensors))]
+                kind = rng.choice(["matmul", "add", "tanh", "relu"])
+                if kind == "matmul":
+                    tensors.append(matmul(a, variable((width, width), name="w", dtype=dtype)))
+                elif kind == "add":
+                    tensors.append(a + tensors[rng.integers(len(tensors))])
+                else:
+                    tensors.append(tanh(a) if kind == "tanh" else relu(a))
+        out = add_n(tensors[-4:], name="out")
+    return Preset("random", size, graph, out, f"random DAG of {ops} ops on [{batch}x{width}]")
+
+
+def build_preset(name: str, size: str = "medium", dtype: str = "float32") -> Preset:
+    """Build a preset by its CLI name: two-networks, wide, chain or random."""
+    builders = {"two-networks": two_networks, "wide": wide, "chain": chain, "random": random_dag}
+    if name not in builders:
+        raise ValueError(f"unknown preset {name!r}; choose from {PRESETS}")
+    return builders[name](size=size, dtype=dtype)
+
+
+def _size(table: dict[str, tuple[int, ...]], size: str) -> tuple[int, ...]:
+    if size not in table:
+        raise ValueError(f"unknown size {size!r}; choose from {tuple(table)}")
+    return table[size]

@@ -1,0 +1,255 @@
+"""Session: runs a graph with a Config, keeps the variables, returns values and traces.
+
+A session finalizes its graph, builds its executor (and with it the thread pools) once, caches
+one Plan per (fetches, fed tensors), and checks fetches and feeds before any kernel runs. Runs
+are serialized: `run` may be called from several threads, and the calls take turns.
+
+>>> with pg.Session(g, pg.Config(inter_op_threads=2)) as sess:   # doctest: +SKIP
+...     value, trace = sess.run(out, trace=True)
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .config import Config
+from .errors import GraphError, OpError, describe
+from .executors import make_executor
+from .graph import Graph, Op, Tensor, get_default_graph
+from .ops.registry import opdef
+from .plan import Plan, build_plan
+from .trace import Trace
+
+
+class VariablesInitializer:
+    """Fetch this (from `global_variables_initializer()`) to reset every variable."""
+
+    def __repr__(self) -> str:
+        return "<global_variables_initializer>"
+
+
+def global_variables_initializer() -> VariablesInitializer:
+    """TensorFlow 1.x spelling: `sess.run(pg.global_variables_initializer())` resets variables
+    to their initial values. (A new session initializes them anyway.)"""
+    return VariablesInitializer()
+
+
+class Session:
+    """Runs `graph` (default: the default graph) under `config` (default: `Config()`).
+
+    Thread safety: `run` may be called from any thread; concurrent calls are serialized.
+    Close it (or use `with`) to join its threads.
+    """
+
+    def __init__(self, graph: Graph | None = None, config: Config | None = None):
+        if graph is not None and not isinstance(graph, Graph):
+            raise TypeError(f"Session(graph=...) takes a pg.Graph, not {type(graph).__name__}")
+        if config is not None and not isinstance(config, Config):
+            raise TypeError(f"Session(config=...) takes a pg.Config, not {type(config).__name__}")
+        self.graph = graph if graph is not None else get_default_graph()
+        self.config = (config or Config()).resolved()
+        self.graph.finalize()
+        self._plans: dict[tuple[Any, ...], Plan] = {}
+        self._variables: dict[int, np.ndarray] = {}
+        self._run_lock = threading.Lock()
+        self._closed = False
+        self.runs = 0
+        self._executor = make_executor(self.config)
+        self._initialize_variables()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Join every thread of this session; idempotent. Later runs raise RuntimeError."""
+        with self._run_lock:
+            if not self._closed:
+                self._closed = True
+                self._executor.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    def __repr__(self) -> str:
+        c = self.config
+        return (
+            f"<Session {self.graph.name!r} executor={c.executor} inter={c.inter_op_threads} "
+            f"intra={c.intra_op_threads}{' closed' if self._closed else ''}>"
+        )
+
+    def _initialize_variables(self) -> None:
+        for op in self.graph.ops:
+            if op.type == "variable":
+                self._variables[op.id] = opdef("variable").initial_value(op)
+
+    # -- running --------------------------------------------------------------------------------
+    def run(
+        self, fetches: Any, feed_dict: Mapping[Any, Any] | None = None, trace: bool = False
+    ) -> Any:
+        """Compute `fetches` (a tensor, or a list/tuple/dict of them, nested as you like).
+
+        Returns values in the same structure, or `(values, trace)` when `trace=True`. Raises
+        GraphError (before anything runs) for bad fetches or feeds, OpError if a kernel fails.
+        """
+        flat: list[Any] = []
+        rebuild = _flatten(fetches, flat)
+        initializers = [f for f in flat if isinstance(f, VariablesInitializer)]
+        tensors = [f for f in flat if not isinstance(f, VariablesInitializer)]
+        fetch_ops = [self._check_fetch(t) for t in tensors]
+        feeds = self._check_feeds(feed_dict or {})
+        with self._run_lock:
+            if self._closed:
+                raise RuntimeError("this Session is closed; create a new one")
+            if initializers:
+                self._initialize_variables()
+            plan = self._plan(fetch_ops, feeds)
+            results, run_trace = self._execute(plan, feeds, trace)
+            self.runs += 1
+        by_op = dict(zip((op.id for op in fetch_ops), results))
+        values = iter(None if isinstance(f, VariablesInitializer) else by_op[f.op.id] for f in flat)
+        output = rebuild(values)
+        return (output, run_trace) if trace else output
+
+    def plan_for(self, fetches: Any, feed_dict: Mapping[Any, Any] | None = None) -> Plan:
+        """The Plan a run of these fetches would use (for inspection: shards, placement)."""
+        flat: list[Any] = []
+        _flatten(fetches, flat)
+        fetch_ops = [self._check_fetch(t) for t in flat]
+        return self._plan(fetch_ops, self._check_feeds(feed_dict or {}))
+
+    def _plan(self, fetch_ops: list[Op], feeds: dict[int, np.ndarray]) -> Plan:
+        key = (tuple(op.id for op in fetch_ops), frozenset(feeds))
+        plan = self._plans.get(key)
+        if plan is None:
+            fed = [self.graph.ops[i] for i in feeds]
+            plan = build_plan(self.graph, fetch_ops, fed, self.config)
+            for _, op in plan.sources:
+                if op.type == "placeholder" and op.id not in feeds:
+                    raise GraphError(
+                        f"placeholder {describe(op)} with shape {list(op.shape)} needs a value: "
+                        "pass it in feed_dict"
+                    )
+            self._plans[key] = plan
+        return plan
+
+    def _execute(
+        self, plan: Plan, feeds: dict[int, np.ndarray], trace: bool
+    ) -> tuple[list[np.ndarray], Trace | None]:
+        values: list[Any] = [None] * plan.num_slots
+        for slot, op in plan.sources:
+            if op.id in feeds:
+                values[slot] = feeds[op.id]
+            elif op.type == "variable":
+                values[slot] = self._variables[op.id]
+            else:
+                values[slot] = op.attrs["value"]
+        records: list[tuple[Any, ...]] | None = [] if trace else None
+        record = (lambda *event: records.append(event)) if records is not None else None
+        wall_start = time.perf_counter_ns()
+        run = self._executor.run(plan, values, record)
+        wall_end = time.perf_counter_ns()
+        if run.failure is not None:
+            step, error = run.failure
+            if not isinstance(error, Exception) or step is None:
+                raise error  # KeyboardInterrupt, SystemExit: not the op's fault
+            raise OpError(
+                f"op {describe(step.op)} failed: {type(error).__name__}: {error}", step.op
+            ) from error
+        source_slots = {slot for slot, _ in plan.sources}
+        results = [
+            values[slot].copy() if slot in source_slots else values[slot]
+            for slot in plan.fetch_slots
+        ]
+        run_trace = None
+        if records is not None:
+            metadata = {
+                "config": self.config.as_dict(),
+                "graph": self.graph.name,
+                "executor": self._executor.name,
+                "wall_ns": wall_end - wall_start,
+                "run": self.runs,
+                "notes": list(plan.notes),
+            }
+            run_trace = Trace.from_records(plan, records, metadata)
+        return results, run_trace
+
+    # -- checks ---------------------------------------------------------------------------------
+    def _check_fetch(self, fetch: Any) -> Op:
+        if isinstance(fetch, str):
+            return self.graph.op(fetch.split(":")[0])
+        if not isinstance(fetch, Tensor):
+            raise GraphError(
+                f"cannot fetch {fetch!r} ({type(fetch).__name__}): fetches are Tensors (or op "
+                "names), in a list, tuple or dict"
+            )
+        if fetch.graph is not self.graph:
+            raise GraphError(
+                f"fetch {fetch.name!r} belongs to graph {fetch.graph.name!r}, but this session "
+                f"runs graph {self.graph.name!r}"
+            )
+        return fetch.op
+
+    def _check_feeds(self, feed_dict: Mapping[Any, Any]) -> dict[int, np.ndarray]:
+        if not isinstance(feed_dict, Mapping):
+            raise GraphError(f"feed_dict must be a dict, not {type(feed_dict).__name__}")
+        feeds: dict[int, np.ndarray] = {}
+        for key, value in feed_dict.items():
+            op = self._check_fetch(key)
+            feeds[op.id] = _check_feed_value(op, value)
+        return feeds
+
+
+def _check_feed_value(op: Op, value: Any) -> np.ndarray:
+    """The fed value as a private C-contiguous array of the op's dtype, or GraphError."""
+    try:
+        array = np.asarray(value)
+    except Exception as problem:  # noqa: BLE001 - anything numpy cannot read
+        raise GraphError(
+            f"feed for {describe(op)}: cannot read it as an array ({problem})"
+        ) from None
+    if array.dtype.kind not in "fiu" or not np.can_cast(array.dtype, op.dtype, "same_kind"):
+        raise GraphError(
+            f"feed for {describe(op)}: dtype {array.dtype} cannot become {op.dtype.name}"
+        )
+    if array.shape != op.shape:
+        raise GraphError(
+            f"feed for {describe(op)}: shape {list(array.shape)} does not match the "
+            f"tensor's shape {list(op.shape)}"
+        )
+    # A private copy: the caller may change their array later; kernels never write inputs.
+    return np.array(array, dtype=op.dtype, order="C", copy=True)
+
+
+def _flatten(fetches: Any, flat: list[Any]) -> Any:
+    """Append the leaves of a fetch structure to `flat`; return a function rebuilding it."""
+    if isinstance(fetches, (list, tuple)):
+        rebuilders = [_flatten(item, flat) for item in fetches]
+        kind = type(fetches)
+
+        def rebuild_sequence(values: Any) -> Any:
+            items = [rebuild(values) for rebuild in rebuilders]
+            return kind(*items) if hasattr(kind, "_fields") else kind(items)
+
+        return rebuild_sequence
+    if isinstance(fetches, Mapping):
+        keys = list(fetches)
+        rebuilders = [_flatten(fetches[k], flat) for k in keys]
+        return lambda values: {k: rebuild(values) for k, rebuild in zip(keys, rebuilders)}
+    flat.append(fetches)
+    return lambda values: next(values)

@@ -1,0 +1,213 @@
+"""Traces: what ran where and when, as frozen event records, with the first analyses.
+
+Executors record raw tuples (kind, step, lane, start_ns, end_ns, shard) through a callback — the
+only cost of tracing in the hot path is two clock reads and a list append per event — and
+`Trace.from_records` turns them into `TraceEvent` dataclasses after the run.
+
+Lanes are named "<pool>/<worker>": "inter-op/0" is the thread that called `Session.run`,
+"inter-op/1".. are inter-op pool workers, "intra-op/0".. the intra-op helpers. An op's event sits
+on the lane of the inter-op worker that ran it; its shard events sit on the lanes of whichever
+threads computed them (so shards on the op's own lane nest inside the op's bar).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .plan import Plan
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEvent:
+    """One bar on the timeline: an op, a shard of an op, or (later) a copy. Times in ns."""
+
+    name: str
+    op_type: str
+    scope: str
+    device: str
+    kind: str  # "op" | "shard" | "copy"
+    lane: str
+    start: int
+    end: int
+    flops: int = 0
+    bytes: int = 0
+    shard: int | None = None
+    inputs: tuple[str, ...] = ()
+
+    @property
+    def duration(self) -> int:
+        return self.end - self.start
+
+    def in_scope(self, scope: str) -> bool:
+        """True if the event belongs to `scope` or to a scope nested in it."""
+        return self.scope == scope or self.scope.startswith(scope + "/")
+
+
+def lane_sort_key(lane: str) -> tuple[int, str, int]:
+    pool, _, worker = lane.rpartition("/")
+    order = {"inter-op": 0, "intra-op": 1}.get(pool, 2)
+    return (order, pool, int(worker) if worker.isdigit() else 0)
+
+
+def merge_intervals(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Union of [start, end) intervals as a sorted list of disjoint intervals."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def intersection_length(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> int:
+    """Total length of the intersection of two sorted disjoint interval lists."""
+    total, i, j = 0, 0, 0
+    while i < len(a) and j < len(b):
+        low, high = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        total += max(0, high - low)
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+@dataclass(frozen=True)
+class Trace:
+    """The events of one run and what the run was (config, graph) in `metadata`."""
+
+    events: tuple[TraceEvent, ...]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_records(
+        cls, plan: Plan, records: Iterable[tuple[Any, ...]], metadata: dict[str, Any]
+    ) -> Trace:
+        events = []
+        for kind, step_index, lane, start, end, shard in records:
+            step = plan.steps[step_index]
+            op = step.op
+            sharded = kind == "shard"
+            share = len(step.shards) if sharded else 1
+            events.append(
+                TraceEvent(
+                    name=op.name,
+                    op_type=op.type,
+                    scope=op.scope,
+                    device=step.device,
+                    kind=kind,
+                    lane=lane,
+                    start=start,
+                    end=end,
+                    flops=step.cost.flops // share,
+                    bytes=step.cost.bytes // share,
+                    shard=shard if sharded else None,
+                    inputs=() if sharded else tuple(t.name for t in op.inputs),
+                )
+            )
+        events.sort(key=lambda e: (e.start, e.kind != "op"))
+        return cls(tuple(events), dict(metadata))
+
+    # -- shape of the run -------------------------------------------------------------------
+    @property
+    def start(self) -> int:
+        return min((e.start for e in self.events), default=0)
+
+    @property
+    def end(self) -> int:
+        return max((e.end for e in self.events), default=0)
+
+    @property
+    def makespan(self) -> float:
+        """Seconds from the first event's start to the last event's end."""
+        return (self.end - self.start) / 1e9
+
+    @property
+    def makespan_ms(self) -> float:
+        return (self.end - self.start) / 1e6
+
+    @property
+    def lanes(self) -> list[str]:
+        """Lane names in display order: inter-op workers, then intra-op helpers, then others."""
+        return sorted({e.lane for e in self.events}, key=lane_sort_key)
+
+    def ops(self) -> list[TraceEvent]:
+        """Op events only (no shards or copies)."""
+        return [e for e in self.events if e.kind == "op"]
+
+    def scopes(self) -> list[str]:
+        """Top-level scopes in order of first appearance ("" for ops outside any scope)."""
+        seen: dict[str, None] = {}
+        for event in self.ops():
+            seen.setdefault(event.scope.split("/", 1)[0], None)
+        return list(seen)
+
+    # -- analysis -----------------------------------------------------------------------------
+    def busy_intervals(self, scope: str) -> list[tuple[int, int]]:
+        """When ops of `scope` (or its sub-scopes) were running, as disjoint intervals."""
+        return merge_intervals((e.start, e.end) for e in self.ops() if e.in_scope(scope))
+
+    def overlap(self, scope_a: str, scope_b: str) -> float:
+        """The fraction of the shorter scope's busy time during which the other was also busy.
+
+        1.0: the shorter one ran entirely alongside the other; 0.0: they never ran at once.
+        """
+        a, b = self.busy_intervals(scope_a), self.busy_intervals(scope_b)
+        if not a or not b:
+            raise ValueError(
+                f"no op events for scope {scope_a if not a else scope_b!r}; scopes in this "
+                f"trace: {self.scopes()}"
+            )
+        shorter = min(sum(e - s for s, e in a), sum(e - s for s, e in b))
+        return intersection_length(a, b) / shorter if shorter else 0.0
+
+    def lane_busy(self) -> dict[str, float]:
+        """Busy seconds per lane (union of the lane's event intervals)."""
+        busy = {}
+        for lane in self.lanes:
+            intervals = merge_intervals((e.start, e.end) for e in self.events if e.lane == lane)
+            busy[lane] = sum(end - start for start, end in intervals) / 1e9
+        return busy
+
+    # -- files and pictures -------------------------------------------------------------------
+    def to_chrome(self) -> dict[str, Any]:
+        """This trace as a Chrome trace-event JSON object (chrome://tracing, Perfetto)."""
+        from .chrome import to_chrome
+
+        return to_chrome(self)
+
+    def save(self, path: str | Path) -> Path:
+        """Write Chrome trace-event JSON to `path` and return the path."""
+        from .chrome import dump
+
+        return dump(self, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Trace:
+        """Read a Chrome trace-event JSON file written by `save`."""
+        from .chrome import load
+
+        return load(path)
+
+    def plot(self, ax: Any = None, **options: Any) -> Any:
+        """A Gantt chart of this trace (a matplotlib Figure); see `parallelgraph.plot.gantt`."""
+        from .plot import gantt
+
+        return gantt(self, ax=ax, **options)
+
+    def summary(self) -> str:
+        """Makespan, lanes and per-scope busy time in a few lines."""
+        lines = [f"makespan {self.makespan_ms:.2f} ms on {len(self.lanes)} lanes"]
+        for scope in self.scopes():
+            busy = sum(e - s for s, e in self.busy_intervals(scope)) / 1e6
+            lines.append(f"  scope {scope or '<root>'!r}: busy {busy:.2f} ms")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<Trace {len(self.events)} events, makespan {self.makespan_ms:.3f} ms>"

@@ -1,0 +1,61 @@
+"""Helpers shared by the tests: the seed graph at small sizes and a fault-injection op."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import parallelgraph as pg
+from parallelgraph.ops.builder import build
+from parallelgraph.ops.registry import REGISTRY, OpDef, register
+
+
+def seed_graph(batch=8, n_in=12, n_hidden=10, n_out=6, dtype="float32", device=None):
+    """The seed example, line for line (with small sizes)."""
+    g = pg.Graph("seed")
+    with g.as_default(), pg.device(device):
+        with pg.scope("net1"):
+            x = pg.random_normal((batch, n_in), seed=1, dtype=dtype)
+            w1 = pg.variable((n_in, n_hidden), name="w1", dtype=dtype)
+            b1 = pg.variable((n_hidden,), name="b1", dtype=dtype)
+            w2 = pg.variable((n_hidden, n_out), name="w2", dtype=dtype)
+            r1 = pg.matmul(pg.matmul(x, w1) + b1, w2)
+        with pg.scope("net2"):
+            x = pg.random_normal((batch, n_in), seed=2, dtype=dtype)
+            w1 = pg.variable((n_in, n_hidden), name="w1", dtype=dtype)
+            b1 = pg.variable((n_hidden,), name="b1", dtype=dtype)
+            w2 = pg.variable((n_hidden, n_out), name="w2", dtype=dtype)
+            r2 = pg.matmul(pg.matmul(x, w1) + b1, w2)
+        out = r1 + r2
+    return g, out, (r1, r2)
+
+
+if "test_failing" in REGISTRY:  # imported twice under different names
+    del REGISTRY["test_failing"]
+
+
+@register
+class FailingOp(OpDef):
+    """Test-only op: copies its input, or raises when built with fail=True (fault injection)."""
+
+    type = "test_failing"
+    default_name = "Failing"
+    calls: list[str] = []
+
+    def infer(self, inputs, attrs):
+        return inputs[0].shape, inputs[0].dtype
+
+    def prepare(self, op, args, num_shards, config):
+        return args[0], np.empty(op.shape, op.dtype)
+
+    def compute(self, op, work, shard, row_start, row_stop):
+        FailingOp.calls.append(op.name)
+        if op.attrs["fail"]:
+            raise ZeroDivisionError(f"injected failure in {op.name}")
+        work[1][row_start:row_stop] = work[0][row_start:row_stop]
+
+    def reference(self, op, args):
+        return args[0]
+
+
+def failing(x, fail=True, name=None):
+    return build("test_failing", (x,), {"fail": fail}, name)

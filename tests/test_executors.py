@@ -1,0 +1,103 @@
+"""Every executor and thread setting gives outputs bit-identical to the sequential reference."""
+
+import threading
+
+import numpy as np
+import pytest
+from helpers import seed_graph
+
+import parallelgraph as pg
+from parallelgraph.presets import build_preset
+
+SETTINGS = [(inter, intra) for inter in (1, 2, 4) for intra in (1, 2, 4)]
+
+
+def run_all(graph, fetch, configs):
+    results = []
+    for config in configs:
+        with pg.Session(graph, config) as sess:
+            results.append(sess.run(fetch))
+    return results
+
+
+def assert_bit_identical(reference, other):
+    for expected, actual in zip(reference, other):
+        assert expected.dtype == actual.dtype
+        assert np.array_equal(expected, actual), "outputs differ from the sequential reference"
+        assert expected.tobytes() == actual.tobytes()
+
+
+@pytest.mark.parametrize("matmul_kernel", ["blas", "numba"])
+def test_seed_graph_identical_across_inter_and_intra(many_shards, matmul_kernel):
+    g, out, (r1, r2) = seed_graph(batch=40, n_in=24, n_hidden=36, n_out=20)
+    fetch = [out, r1, r2]
+    reference = pg.Session(g, pg.Config(executor="sequential", matmul_kernel=matmul_kernel))
+    with reference:
+        expected = reference.run(fetch)
+        assert max(len(s.shards) for s in reference.plan_for(fetch).steps) > 1
+    configs = [
+        pg.Config(inter_op_threads=i, intra_op_threads=j, matmul_kernel=matmul_kernel)
+        for i, j in SETTINGS
+    ]
+    for result in run_all(g, fetch, configs):
+        assert_bit_identical(expected, result)
+
+
+@pytest.mark.parametrize("preset", ["wide", "chain", "random"])
+def test_presets_identical_across_settings(preset, many_shards):
+    built = build_preset(preset, "tiny", dtype="float64")
+    expected = run_all(built.graph, [built.fetch], [pg.Config(executor="sequential")])[0]
+    configs = [pg.Config(inter_op_threads=i, intra_op_threads=j) for i, j in SETTINGS[1:]]
+    for result in run_all(built.graph, [built.fetch], configs):
+        assert_bit_identical(expected, result)
+
+
+def test_repeated_runs_are_identical_and_variables_persist():
+    g, out, _ = seed_graph()
+    with pg.Session(g, pg.Config(inter_op_threads=2, intra_op_threads=2)) as sess:
+        first = sess.run(out)
+        for _ in range(20):
+            assert np.array_equal(first, sess.run(out))
+        w1 = g.tensor("net1/w1")
+        assert np.array_equal(sess.run(w1), sess.run(w1))
+
+
+def test_sequential_executor_uses_only_the_calling_thread():
+    g, out, _ = seed_graph()
+    before = threading.active_count()
+    with pg.Session(g, pg.Config(executor="sequential", inter_op_threads=4)) as sess:
+        assert threading.active_count() == before
+        _, trace = sess.run(out, trace=True)
+    assert trace.lanes == ["inter-op/0"]
+
+
+def test_session_threads_match_config_and_are_released():
+    g, out, _ = seed_graph()
+    before = threading.active_count()
+    sess = pg.Session(g, pg.Config(inter_op_threads=3, intra_op_threads=4))
+    assert threading.active_count() == before + 2 + 3
+    sess.run(out)
+    sess.close()
+    assert threading.active_count() == before
+    sess.close()  # idempotent
+    with pytest.raises(RuntimeError, match="closed"):
+        sess.run(out)
+
+
+def test_ops_overlap_with_two_inter_op_threads():
+    """Two independent branches with enough work each overlap on two inter-op threads."""
+    g = pg.Graph()
+    with g.as_default():
+        outs = []
+        for name in ("net1", "net2"):
+            with pg.scope(name):
+                x = pg.random_normal((200, 400), seed=1)
+                outs.append(pg.reduce_sum(pg.tanh(pg.tanh(pg.tanh(x)))))
+        total = outs[0] + outs[1]
+    with pg.Session(g, pg.Config(inter_op_threads=2, intra_op_threads=1)) as sess:
+        sess.run(total)
+        overlaps = [sess.run(total, trace=True)[1].overlap("net1", "net2") for _ in range(5)]
+    with pg.Session(g, pg.Config(inter_op_threads=1, intra_op_threads=1)) as sess:
+        _, serial = sess.run(total, trace=True)
+    assert max(overlaps) > 0.5
+    assert serial.overlap("net1", "net2") == 0.0

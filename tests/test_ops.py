@@ -1,0 +1,127 @@
+"""Every op against its NumPy reference (float64 where it matters), sharded and not."""
+
+import numpy as np
+import pytest
+
+import parallelgraph as pg
+from parallelgraph.ops import opdef
+from parallelgraph.ops.sources import philox_normal_reference
+
+RNG = np.random.default_rng(7)
+DTYPES = ["float32", "float64"]
+TOLERANCE = {"float32": dict(rtol=2e-5, atol=2e-5), "float64": dict(rtol=1e-12, atol=1e-12)}
+
+
+def data(*shape, dtype="float32"):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+CASES = {
+    "add": lambda d: pg.add(pg.constant(data(5, 7, dtype=d)), pg.constant(data(5, 7, dtype=d))),
+    "add_bias": lambda d: pg.constant(data(6, 4, dtype=d)) + pg.constant(data(4, dtype=d)),
+    "bias_add": lambda d: pg.constant(data(4, dtype=d)) + pg.constant(data(3, 2, 4, dtype=d)),
+    "add_scalar": lambda d: pg.constant(data(5, 3, dtype=d)) + 2.5,
+    "multiply": lambda d: pg.constant(data(9, 3, dtype=d)) * pg.constant(data(9, 3, dtype=d)),
+    "multiply_bias": lambda d: pg.multiply(
+        pg.constant(data(7, 5, dtype=d)), pg.constant(data(5, dtype=d))
+    ),
+    "relu": lambda d: pg.relu(pg.constant(data(11, 4, dtype=d))),
+    "tanh": lambda d: pg.tanh(pg.constant(data(10, 3, dtype=d))),
+    "add_n": lambda d: pg.add_n([pg.constant(data(6, 5, dtype=d)) for _ in range(4)]),
+    "add_n_one": lambda d: pg.add_n([pg.constant(data(6, 5, dtype=d))]),
+    "matmul": lambda d: pg.matmul(
+        pg.constant(data(37, 13, dtype=d)), pg.constant(data(13, 21, dtype=d))
+    ),
+    "matmul_vector_like": lambda d: (
+        pg.constant(data(1, 9, dtype=d)) @ pg.constant(data(9, 1, dtype=d))
+    ),
+    "reduce_sum_all": lambda d: pg.reduce_sum(pg.constant(data(33, 7, dtype=d))),
+    "reduce_sum_0": lambda d: pg.reduce_sum(pg.constant(data(33, 7, dtype=d)), axis=0),
+    "reduce_sum_1": lambda d: pg.reduce_sum(pg.constant(data(33, 7, dtype=d)), axis=-1),
+    "reduce_sum_3d": lambda d: pg.reduce_sum(pg.constant(data(4, 5, 6, dtype=d)), axis=1),
+    "reduce_mean_all": lambda d: pg.reduce_mean(pg.constant(data(20, 3, dtype=d))),
+    "reduce_mean_0": lambda d: pg.reduce_mean(pg.constant(data(20, 3, dtype=d)), axis=0),
+    "random_normal": lambda d: pg.random_normal((13, 7), seed=11, dtype=d, mean=1.5, stddev=2.0),
+    "vector_relu": lambda d: pg.relu(pg.constant(data(17, dtype=d))),
+    "scalar_add": lambda d: (
+        pg.constant(np.array(2.0, dtype=d)) + pg.constant(np.array(3.0, dtype=d))
+    ),
+}
+
+
+def run_and_reference(case, dtype, config):
+    g = pg.Graph()
+    with g.as_default():
+        y = CASES[case](dtype)
+    with pg.Session(g, config) as sess:
+        value = sess.run(y)
+    args = [t.op.attrs["value"] if t.op.type == "constant" else None for t in y.op.inputs]
+    return value, opdef(y.op.type).reference(y.op, args), y
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_op_matches_numpy_reference(case, dtype):
+    value, expected, y = run_and_reference(case, dtype, pg.Config(executor="sequential"))
+    assert value.shape == y.shape and value.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(value, expected, **TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_sharded_op_matches_reference_on_threads(case, many_shards):
+    config = pg.Config(inter_op_threads=2, intra_op_threads=3)
+    value, expected, _ = run_and_reference(case, "float64", config)
+    np.testing.assert_allclose(value, expected, **TOLERANCE["float64"])
+
+
+def test_random_normal_is_normal_and_independent_of_sharding(many_shards):
+    g = pg.Graph()
+    with g.as_default():
+        y = pg.random_normal((400, 250), seed=3, dtype="float64")
+    with pg.Session(g, pg.Config(intra_op_threads=2)) as sess:
+        sharded = sess.run(y)
+        assert len(sess.plan_for(y).steps[0].shards) > 1
+    reference = philox_normal_reference(400 * 250, 3).reshape(400, 250)
+    np.testing.assert_array_equal(sharded, reference)
+    assert abs(sharded.mean()) < 0.01 and abs(sharded.std() - 1) < 0.01
+
+
+def test_random_normal_default_seed_is_stable_and_per_op():
+    def build():
+        g = pg.Graph()
+        with g.as_default():
+            return g, (pg.random_normal((3, 3)), pg.random_normal((3, 3)))
+
+    (g1, (a1, b1)), (g2, (a2, _)) = build(), build()
+    with pg.Session(g1) as s1, pg.Session(g2) as s2:
+        first, second = s1.run([a1, b1])
+        np.testing.assert_array_equal(first, s2.run(a2))
+        assert not np.array_equal(first, second)
+        np.testing.assert_array_equal(first, s1.run(a1))  # stateless: same every run
+
+
+def test_variables_initializers():
+    g = pg.Graph()
+    with g.as_default():
+        z = pg.variable((2, 3), name="z", init="zeros")
+        o = pg.variable((4,), name="o", init="ones", dtype="float64")
+        a = pg.variable((2, 2), name="a", init=np.arange(4.0).reshape(2, 2))
+        glorot = pg.variable((50, 30), name="g", seed=5)
+    with pg.Session(g) as sess:
+        zv, ov, av, gv = sess.run([z, o, a, glorot])
+    assert not zv.any() and ov.dtype == np.float64 and (ov == 1).all()
+    np.testing.assert_array_equal(av, [[0, 1], [2, 3]])
+    limit = np.sqrt(6 / 80)
+    assert gv.dtype == np.float32 and np.abs(gv).max() <= limit and gv.std() > limit / 3
+
+
+def test_matmul_kernels_agree_with_float64_reference():
+    a = data(70, 33, dtype="float32")
+    b = data(33, 45, dtype="float32")
+    g = pg.Graph()
+    with g.as_default():
+        y = pg.constant(a) @ pg.constant(b)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    for kernel in ("blas", "numba"):
+        with pg.Session(g, pg.Config(matmul_kernel=kernel)) as sess:
+            np.testing.assert_allclose(sess.run(y), expected, rtol=1e-4, atol=1e-4)

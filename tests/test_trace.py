@@ -1,0 +1,146 @@
+"""Traces: events from runs, overlap on hand-built traces, Chrome JSON out and back in."""
+
+import json
+
+import numpy as np
+import pytest
+
+import parallelgraph as pg
+from parallelgraph.chrome import from_chrome
+from parallelgraph.trace import Trace, TraceEvent, intersection_length, merge_intervals
+
+
+def event(name, scope, lane, start, end, kind="op", shard=None):
+    return TraceEvent(name, "matmul", scope, "cpu:0", kind, lane, start, end, 10, 20, shard)
+
+
+def hand_trace():
+    return Trace(
+        (
+            event("net1/a", "net1", "inter-op/0", 0, 100),
+            event("net1/b", "net1", "inter-op/0", 100, 200),
+            event("net2/a", "net2", "inter-op/1", 50, 120),
+            event("net2/a", "net2", "intra-op/0", 60, 90, kind="shard", shard=1),
+            event("net3/x", "net3/inner", "inter-op/1", 300, 400),
+        )
+    )
+
+
+def test_interval_helpers():
+    assert merge_intervals([(5, 8), (0, 2), (1, 3), (8, 9)]) == [(0, 3), (5, 9)]
+    assert intersection_length([(0, 10), (20, 30)], [(5, 25)]) == 10
+
+
+def test_makespan_lanes_overlap_on_a_known_trace():
+    trace = hand_trace()
+    assert trace.makespan == pytest.approx(400e-9) and trace.makespan_ms == pytest.approx(4e-4)
+    assert trace.lanes == ["inter-op/0", "inter-op/1", "intra-op/0"]
+    assert trace.scopes() == ["net1", "net2", "net3"]
+    # net2 busy 50..120 (70 ns), entirely inside net1's 0..200
+    assert trace.overlap("net1", "net2") == 1.0
+    assert trace.overlap("net1", "net3") == 0.0
+    assert trace.lane_busy()["inter-op/1"] == pytest.approx(170e-9)
+    with pytest.raises(ValueError, match="no op events for scope 'net9'"):
+        trace.overlap("net1", "net9")
+
+
+def test_partial_overlap():
+    trace = Trace((event("a", "a", "inter-op/0", 0, 100), event("b", "b", "inter-op/1", 75, 275)))
+    assert trace.overlap("a", "b") == pytest.approx(0.25)
+
+
+def test_run_trace_has_op_and_shard_events(many_shards):
+    g = pg.Graph("traced")
+    with g.as_default(), pg.scope("net1"):
+        y = pg.tanh(pg.random_normal((64, 16), seed=1))
+    with pg.Session(g, pg.Config(inter_op_threads=1, intra_op_threads=2)) as sess:
+        _, trace = sess.run(y, trace=True)
+    ops = trace.ops()
+    assert [e.name for e in ops] == ["net1/RandomNormal", "net1/Tanh"]
+    assert ops[1].inputs == ("net1/RandomNormal",) and ops[0].flops == 40 * 64 * 16
+    shards = [e for e in trace.events if e.kind == "shard" and e.name == "net1/Tanh"]
+    assert len(shards) > 1 and sorted(e.shard for e in shards) == list(range(len(shards)))
+    for shard in shards:
+        assert ops[1].start <= shard.start <= shard.end <= ops[1].end
+    assert trace.metadata["config"]["intra_op_threads"] == 2
+    assert set(trace.lanes) <= {"inter-op/0", "intra-op/0"}
+
+
+def test_chrome_export_is_well_formed_and_round_trips(tmp_path, many_shards):
+    g = pg.Graph("traced")
+    with g.as_default():
+        with pg.scope("net1"):
+            a = pg.tanh(pg.random_normal((64, 16), seed=1))
+        with pg.scope("net2"):
+            b = pg.relu(pg.random_normal((64, 16), seed=2))
+        out = a + b
+    with pg.Session(g, pg.Config(inter_op_threads=2, intra_op_threads=2)) as sess:
+        _, trace = sess.run(out, trace=True)
+    path = trace.save(tmp_path / "trace.ctf.json")
+    document = json.loads(path.read_text())
+    assert document["displayTimeUnit"] == "ms"
+    events = document["traceEvents"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    processes = {e["args"]["name"] for e in events if e["name"] == "process_name"}
+    assert processes <= {"inter-op pool", "intra-op pool"} and "inter-op pool" in processes
+    for e in events:
+        assert e["ph"] in ("X", "M") and isinstance(e["pid"], int) and isinstance(e["tid"], int)
+        if e["ph"] == "X":
+            assert e["ts"] >= 0 and e["dur"] >= 0 and e["cat"] in ("op", "shard")
+            assert (e["pid"], e["tid"]) in names and names[(e["pid"], e["tid"])] == e["args"][
+                "lane"
+            ]
+    # complete events on one thread nest or are disjoint
+    by_thread = {}
+    for e in (e for e in events if e["ph"] == "X"):
+        by_thread.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+    for spans in by_thread.values():
+        stack = []
+        for start, end in sorted(spans, key=lambda s: (s[0], -s[1])):
+            while stack and stack[-1] <= start + 1e-6:
+                stack.pop()
+            assert not stack or end <= stack[-1] + 1e-6
+            stack.append(end)
+    loaded = pg.Trace.load(path)
+    assert len(loaded.events) == len(trace.events)
+    for original, back in zip(trace.events, loaded.events):
+        assert (back.name, back.kind, back.lane, back.scope, back.shard, back.inputs) == (
+            original.name,
+            original.kind,
+            original.lane,
+            original.scope,
+            original.shard,
+            original.inputs,
+        )
+        assert back.duration == pytest.approx(original.duration, abs=2)
+    assert loaded.overlap("net1", "net2") == pytest.approx(trace.overlap("net1", "net2"), abs=1e-3)
+    assert loaded.metadata["config"]["inter_op_threads"] == 2
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"traceEvents": [', "not valid JSON at line 1"),
+        ('{"events": []}', "needs a 'traceEvents' list"),
+        ('"text"', "expected a JSON object or list"),
+        ('[{"ph": "X", "name": "a"}]', "event 0 has no valid ts/dur"),
+        ("[3]", "event 0 is not an object"),
+    ],
+)
+def test_malformed_trace_files_raise_clear_errors(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=message):
+        pg.Trace.load(path)
+
+
+def test_bare_list_form_of_complete_events():
+    trace = from_chrome(
+        [
+            {"ph": "M", "name": "thread_name", "pid": 1, "tid": 7, "args": {"name": "worker"}},
+            {"ph": "X", "name": "net1/MatMul", "ts": 1.0, "dur": 2.5, "pid": 1, "tid": 7},
+        ]
+    )
+    (only,) = trace.events
+    assert (only.lane, only.scope, only.start, only.end) == ("worker", "net1", 1000, 3500)
+    assert np.isclose(trace.makespan_ms, 0.0025)
