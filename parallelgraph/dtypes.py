@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 import numpy as np
@@ -53,6 +54,7 @@ def num_elements(shape: Shape) -> int:
     return count
 
 
+@functools.lru_cache(maxsize=4096)
 def row_view_shape(shape: Shape) -> tuple[int, int]:
     """The 2-D (rows, columns) view that row-sharded kernels see: all leading axes become rows.
 

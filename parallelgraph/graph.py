@@ -136,9 +136,9 @@ class Graph:
     Thread safety: building one graph from several threads at once is serialized by a lock;
     once a Session has taken the graph it is frozen (`finalized`) and safe to share.
 
-    >>> g = Graph()
+    >>> g = pg.Graph()
     >>> with g.as_default():
-    ...     y = constant([[1.0, 2.0]]) @ constant([[3.0], [4.0]])
+    ...     y = pg.constant([[1.0, 2.0]]) @ pg.constant([[3.0], [4.0]])
     >>> y.shape
     (1, 1)
     """
@@ -280,7 +280,7 @@ def reset_default_graph() -> Graph:
 def scope(name: str) -> Iterator[str]:
     """Name ops inside the block `name/...`; nests. Entering "net1" twice reuses "net1".
 
-    >>> with scope("net1"), scope("layer"):
+    >>> with pg.scope("net1"), pg.scope("layer"):
     ...     pass  # ops built here are called "net1/layer/<Op>"
     """
     parts = name.strip("/").split("/") if isinstance(name, str) else [""]

@@ -31,9 +31,33 @@ def _new_figure(rows: int, width: float = 11.0) -> Any:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    _show_figures_in_notebooks(Figure)
     figure = Figure(figsize=(width, 1.2 + 0.45 * max(rows, 2)), layout="constrained")
     FigureCanvasAgg(figure)
     return figure
+
+
+def _show_figures_in_notebooks(figure_type: type) -> None:
+    """In IPython, display a returned Figure as a PNG (our figures bypass pyplot, so the
+    inline backend would not show them, and scripts never accumulate open pyplot figures)."""
+    import sys
+
+    if "IPython" not in sys.modules:
+        return
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        return
+    shell.display_formatter.formatters["image/png"].for_type(figure_type, _png_bytes)
+
+
+def _png_bytes(figure: Any) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    return buffer.getvalue()
 
 
 def scope_colors(traces: list[Trace]) -> dict[str, str]:

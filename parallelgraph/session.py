@@ -160,7 +160,7 @@ class Session:
             else:
                 values[slot] = op.attrs["value"]
         records: list[tuple[Any, ...]] | None = [] if trace else None
-        record = (lambda *event: records.append(event)) if records is not None else None
+        record = records.append if records is not None else None
         wall_start = time.perf_counter_ns()
         run = self._executor.run(plan, values, record)
         wall_end = time.perf_counter_ns()

@@ -1,8 +1,9 @@
 """Traces: what ran where and when, as frozen event records, with the first analyses.
 
-Executors record raw tuples (kind, step, lane, start_ns, end_ns, shard) through a callback — the
-only cost of tracing in the hot path is two clock reads and a list append per event — and
-`Trace.from_records` turns them into `TraceEvent` dataclasses after the run.
+Executors record raw tuples (kind, step, lane, start_ns, end_ns, shard) through a callback (a
+list's `append`): the only cost of tracing in the hot path is two clock reads and an append per
+event. `Trace.from_records` keeps them and turns them into frozen `TraceEvent` dataclasses the
+first time someone reads `trace.events`.
 
 Lanes are named "<pool>/<worker>": "inter-op/0" is the thread that called `Session.run`,
 "inter-op/1".. are inter-op pool workers, "intra-op/0".. the intra-op helpers. An op's event sits
@@ -13,7 +14,7 @@ threads computed them (so shards on the op's own lane nest inside the op's bar).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,33 @@ class TraceEvent:
         return self.scope == scope or self.scope.startswith(scope + "/")
 
 
+def _events_from_records(plan: Plan, records: list[tuple[Any, ...]]) -> tuple[TraceEvent, ...]:
+    events = []
+    for kind, step_index, lane, start, end, shard in records:
+        step = plan.steps[step_index]
+        op = step.op
+        sharded = kind == "shard"
+        share = len(step.shards) if sharded else 1
+        events.append(
+            TraceEvent(
+                name=op.name,
+                op_type=op.type,
+                scope=op.scope,
+                device=step.device,
+                kind=kind,
+                lane=lane,
+                start=start,
+                end=end,
+                flops=step.cost.flops // share,
+                bytes=step.cost.bytes // share,
+                shard=shard if sharded else None,
+                inputs=() if sharded else tuple(t.name for t in op.inputs),
+            )
+        )
+    events.sort(key=lambda e: (e.start, e.kind != "op"))
+    return tuple(events)
+
+
 def lane_sort_key(lane: str) -> tuple[int, str, int]:
     pool, _, worker = lane.rpartition("/")
     order = {"inter-op": 0, "intra-op": 1}.get(pool, 2)
@@ -78,41 +106,36 @@ def intersection_length(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int
     return total
 
 
-@dataclass(frozen=True)
 class Trace:
-    """The events of one run and what the run was (config, graph) in `metadata`."""
+    """The events of one run, and what the run was (config, graph, notes) in `metadata`.
 
-    events: tuple[TraceEvent, ...]
-    metadata: dict[str, Any] = field(default_factory=dict)
+    A trace made by a run keeps the executor's raw records and turns them into `TraceEvent`s
+    the first time `events` is read, so tracing a run the user never looks at costs only the
+    records. Treat a Trace as immutable.
+    """
+
+    def __init__(self, events: Iterable[TraceEvent] = (), metadata: dict[str, Any] | None = None):
+        self._events: tuple[TraceEvent, ...] | None = tuple(events)
+        self._records: tuple[Plan, list[tuple[Any, ...]]] | None = None
+        self.metadata: dict[str, Any] = dict(metadata or {})
 
     @classmethod
     def from_records(
-        cls, plan: Plan, records: Iterable[tuple[Any, ...]], metadata: dict[str, Any]
+        cls, plan: Plan, records: list[tuple[Any, ...]], metadata: dict[str, Any]
     ) -> Trace:
-        events = []
-        for kind, step_index, lane, start, end, shard in records:
-            step = plan.steps[step_index]
-            op = step.op
-            sharded = kind == "shard"
-            share = len(step.shards) if sharded else 1
-            events.append(
-                TraceEvent(
-                    name=op.name,
-                    op_type=op.type,
-                    scope=op.scope,
-                    device=step.device,
-                    kind=kind,
-                    lane=lane,
-                    start=start,
-                    end=end,
-                    flops=step.cost.flops // share,
-                    bytes=step.cost.bytes // share,
-                    shard=shard if sharded else None,
-                    inputs=() if sharded else tuple(t.name for t in op.inputs),
-                )
-            )
-        events.sort(key=lambda e: (e.start, e.kind != "op"))
-        return cls(tuple(events), dict(metadata))
+        """A trace over an executor's (kind, step, lane, start, end, shard) records."""
+        trace = cls((), metadata)
+        trace._events, trace._records = None, (plan, records)
+        return trace
+
+    @property
+    def events(self) -> tuple[TraceEvent, ...]:
+        """All events, ordered by start time (an op before its shards)."""
+        if self._events is None:
+            assert self._records is not None
+            self._events = _events_from_records(*self._records)
+            self._records = None
+        return self._events
 
     # -- shape of the run -------------------------------------------------------------------
     @property

@@ -38,6 +38,7 @@ class ThreadsExecutor:
         self.inter_op_threads = config.inter_op_threads
         self.intra_op_threads = config.intra_op_threads
         self._inter = InterOpPool(self.inter_op_threads)
+        self._lane_names = [f"inter-op/{i}" for i in range(self.inter_op_threads)]
         self._intra = IntraOpPool(self.intra_op_threads)
         self._closed = False
 
@@ -47,8 +48,10 @@ class ThreadsExecutor:
         if self._closed:
             raise RuntimeError("this executor is closed")
 
+        lanes = self._lane_names
+
         def execute(step: Step, lane: int) -> Any:
-            return self._execute(step, values, f"inter-op/{lane}", record)
+            return self._execute(step, values, lanes[lane], record)
 
         run = Run(plan, values, execute)
         with single_threaded_blas():
@@ -81,7 +84,7 @@ class ThreadsExecutor:
                 raise job.error
         value = definition.finish(op, work)
         if record:
-            record("op", step.index, lane, start, clock(), -1)
+            record(("op", step.index, lane, start, clock(), -1))
         return value
 
     def close(self) -> None:

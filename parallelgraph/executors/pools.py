@@ -21,8 +21,8 @@ from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Any
 
-#: record(kind, step_index, lane, start_ns, end_ns, shard) or None when not tracing
-Recorder = Callable[[str, int, str, int, int, int], None]
+#: record((kind, step_index, lane, start_ns, end_ns, shard)), e.g. a list's append; or None
+Recorder = Callable[[tuple[str, int, str, int, int, int]], None]
 
 
 class ShardJob:
@@ -59,7 +59,7 @@ class ShardJob:
                 except BaseException as error:  # noqa: BLE001 - re-raised by the op's thread
                     self.error = self.error or error
                 if self.record:
-                    self.record("shard", self.step_index, lane, start, self.clock(), shard)
+                    self.record(("shard", self.step_index, lane, start, self.clock(), shard))
             if next(self._finished_count) == self.count:
                 self._all_done.set()
 

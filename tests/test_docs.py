@@ -1,0 +1,49 @@
+"""The examples in docstrings and the README's seed example run as written."""
+
+import doctest
+import importlib
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import parallelgraph as pg
+
+MODULES = [
+    "parallelgraph",
+    "parallelgraph.graph",
+    "parallelgraph.config",
+    "parallelgraph.ops.sources",
+    "parallelgraph.session",
+    "parallelgraph.plot",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, extraglobs={"pg": pg}, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
+
+
+def test_readme_seed_example_runs(tmp_path, monkeypatch):
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    code = re.search(r"## The seed example, in parallelgraph\n\n```python\n(.*?)```", readme, re.S)
+    source = code.group(1).replace("512, 1024, 1024, 512", "16, 32, 32, 8")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(source, "README.md", "exec"), namespace)
+    assert namespace["value"].shape == (16, 8)
+    assert (tmp_path / "trace.ctf.json").exists()
+    assert 0.0 <= namespace["trace"].overlap("net1", "net2") <= 1.0
+    assert np.isfinite(namespace["value"]).all()
+
+
+def test_import_is_light():
+    import subprocess
+    import sys
+
+    code = "import sys, parallelgraph; print('numba' in sys.modules, 'matplotlib' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.split() == ["False", "False"]
