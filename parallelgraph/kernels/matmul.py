@@ -37,8 +37,8 @@ and whatever order the shards run in.
   pack A block; for each MR-row micro-panel of A: for each NR-column micro-panel of B: tile``.
   With float32, a packed B micro-panel is KC x NR = 256 x 16 x 4 B = 16 KiB and an A
   micro-panel 6 KiB: the A panel stays in L1 while the row of B panels streams from L2/L3,
-  and the output tile walks along a row of `out` (unit stride between tiles; walking down a
-  column instead, BLIS-style, hit 4 KiB set-aliasing on `out` and ran at half the speed).
+  and the output tile walks along a row of `out` (an earlier variant that walked down a
+  column, BLIS-style, with a 4 KiB row stride in `out`, ran at about half the speed).
   NC = 1024 beat 256/512 (fewer re-packings of A, longer row walks); KC = 256 and MC hardly
   matter (within noise between 128 and 512, and 24 and 384).
 * Packing. B is copied row by row (streaming reads) into NR-wide panels, p-major, zero-padded
@@ -63,11 +63,19 @@ and whatever order the shards run in.
   bitwise identical for any partition of the rows and any order of the shards, and the same
   on every call. They differ from BLAS in the last bits (different summation order).
 
-Measured (float32, 1 thread, GFLOP/s; numpy/OpenBLAS at one thread for reference):
-n=1024: numba ~61-67 vs numpy ~69-77 (85-90 %); n=2048: numba ~63-68 vs numpy ~70 (90-95 %).
-`benchmarks/matmul_kernels.py` prints the side-by-side table including 2 threads.
-First compile (no cache) is ~3-4 s per dtype; with ``cache=True`` a later process loads it in
-well under a second.
+Measured with `benchmarks/matmul_kernels.py` (float32, GFLOP/s, medians; the 2-core VM is
+shared with another engineer's test runs, so runs vary by 10-20 %; ranges over 3-5 runs):
+
+    n     threads  numpy/OpenBLAS  matmul_rows_blas  matmul_rows_numba  numba/numpy
+    1024  1        64-81           63-69             56-64              78-94 %
+    1024  2        102-129         90-120            94-110             78-92 %
+    2048  1        65-72           69-74             55-65              84-92 %
+    2048  2        101-128         117-130           100-114            78-109 %
+
+Compile: the first call per dtype compiles in ~3.5-4 s (float32 ~4 s including Numba's own
+start-up, float64 ~3.5 s); with ``cache=True`` a later process loads it in ~0.7 s (first
+dtype, mostly Numba start-up) and ~0.02 s (next dtype). One call site for the micro-kernel and
+no separate inner @njit helper (Numba re-optimizes an inlined callee) took it down from ~6.5 s.
 """
 
 from __future__ import annotations
@@ -186,7 +194,23 @@ def _tile(typingctx, ap, pa, bp, pb, kc, c, coff, ldc, accumulate):
 
 
 @njit(nogil=True, cache=True)
-def _gemm_rows(a, b, out, row_start, row_stop):
+def matmul_rows_numba(a, b, out, row_start, row_stop):
+    """out[row_start:row_stop] = a[row_start:row_stop] @ b, pure Numba (no BLAS).
+
+    a: [M, K], b: [K, N], out: [M, N], 2-D float32 or float64, out C-contiguous. Rows of `out`
+    outside [row_start, row_stop) are not touched. Bitwise deterministic and independent of
+    how the rows are split into shards.
+    """
+    if a.ndim != 2 or b.ndim != 2 or out.ndim != 2:
+        raise ValueError("matmul_rows_numba: a, b and out must be 2-D")
+    if a.shape[1] != b.shape[0] or out.shape[0] != a.shape[0] or out.shape[1] != b.shape[1]:
+        raise ValueError("matmul_rows_numba: shapes do not match (a[M,K] @ b[K,N] -> out[M,N])")
+    if not out.flags.c_contiguous:
+        raise ValueError("matmul_rows_numba: out must be C-contiguous")
+    if row_start < 0 or row_stop > a.shape[0] or row_start > row_stop:
+        raise ValueError("matmul_rows_numba: row range out of bounds")
+    if row_stop <= row_start or out.shape[1] == 0:
+        return
     k = a.shape[1]
     n = b.shape[1]
     mr = _MR
@@ -244,33 +268,17 @@ def _gemm_rows(a, b, out, row_start, row_stop):
                         cols = min(nr, n - j0)
                         pa = ib * kc * mr
                         pb = jb * kc * nr
-                        if rows == mr and cols == nr:
-                            _tile(apack, pa, bpack, pb, kc, out, i0 * n + j0, n, accumulate)
-                        else:
-                            _tile(apack, pa, bpack, pb, kc, tile, 0, nr, 0)
+                        # Full tiles go straight to out, edge tiles through `tile`; a single
+                        # call site keeps one copy of the micro-kernel (shorter compile).
+                        full = rows == mr and cols == nr
+                        dst = out if full else tile
+                        coff = i0 * n + j0 if full else 0
+                        ldc = n if full else nr
+                        _tile(apack, pa, bpack, pb, kc, dst, coff, ldc, accumulate if full else 0)
+                        if not full:
                             for i in range(rows):
                                 for j in range(cols):
                                     if accumulate:
                                         out[i0 + i, j0 + j] += tile[i, j]
                                     else:
                                         out[i0 + i, j0 + j] = tile[i, j]
-
-
-@njit(nogil=True, cache=True)
-def matmul_rows_numba(a, b, out, row_start, row_stop):
-    """out[row_start:row_stop] = a[row_start:row_stop] @ b, pure Numba (no BLAS).
-
-    a: [M, K], b: [K, N], out: [M, N], 2-D float32 or float64, out C-contiguous. Rows of `out`
-    outside [row_start, row_stop) are not touched. Bitwise deterministic and independent of
-    how the rows are split into shards.
-    """
-    if a.ndim != 2 or b.ndim != 2 or out.ndim != 2:
-        raise ValueError("matmul_rows_numba: a, b and out must be 2-D")
-    if a.shape[1] != b.shape[0] or out.shape[0] != a.shape[0] or out.shape[1] != b.shape[1]:
-        raise ValueError("matmul_rows_numba: shapes do not match (a[M,K] @ b[K,N] -> out[M,N])")
-    if not out.flags.c_contiguous:
-        raise ValueError("matmul_rows_numba: out must be C-contiguous")
-    if row_start < 0 or row_stop > a.shape[0] or row_start > row_stop:
-        raise ValueError("matmul_rows_numba: row range out of bounds")
-    if row_stop > row_start and out.shape[1] > 0:
-        _gemm_rows(a, b, out, row_start, row_stop)
