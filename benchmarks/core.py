@@ -18,6 +18,7 @@ import argparse
 import concurrent.futures as futures
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -224,6 +225,62 @@ def scaling_table(repeats: int) -> str:
     return table(["experiment", "setting", "median ms", "IQR", "time ratio vs first"], rows)
 
 
+def matmul_session_table(repeats: int) -> str:
+    """GFLOP/s of one float32 matmul run through a Session (its shards on the intra-op pool)
+    against numpy/OpenBLAS limited to the same number of threads."""
+    from threadpoolctl import threadpool_limits
+
+    rows = []
+    rng = np.random.default_rng(0)
+    for n in (1024, 2048):
+        a_value = rng.standard_normal((n, n)).astype(np.float32)
+        b_value = rng.standard_normal((n, n)).astype(np.float32)
+        g = pg.Graph(f"matmul-{n}")
+        with g.as_default():
+            a = pg.placeholder((n, n), name="a")
+            product = pg.matmul(a, pg.constant(b_value))
+        flops = 2 * n**3
+        for threads in (1, 2):
+            sessions = {
+                kernel: pg.Session(
+                    g, Config(inter_op_threads=1, intra_op_threads=threads, matmul_kernel=kernel)
+                )
+                for kernel in ("blas", "numba")
+            }
+            shards = len(sessions["blas"].plan_for(product, {a: a_value}).steps[0].shards)
+
+            def numpy_matmul(threads=threads, a_value=a_value, b_value=b_value):
+                with threadpool_limits(threads, user_api="blas"):
+                    return a_value @ b_value
+
+            # numpy first and alone: OpenBLAS's own threads spin for ~0.1 s after a
+            # multi-threaded call and would steal a core from interleaved cases.
+            times = interleaved({"numpy": numpy_matmul}, repeats, warmup=2)
+            time.sleep(0.5)
+            cases = {
+                kernel: (lambda s=sess, f=product, d={a: a_value}: s.run(f, d))
+                for kernel, sess in sessions.items()
+            }
+            times.update(interleaved(cases, repeats, warmup=2))
+            numpy_rate = flops / median(times["numpy"]) / 1e9
+            for name, values in times.items():
+                rate = flops / median(values) / 1e9
+                rows.append(
+                    [
+                        n,
+                        threads,
+                        shards,
+                        name,
+                        f"{rate:.1f}",
+                        spread(values),
+                        f"{100 * rate / numpy_rate:.0f}%",
+                    ]
+                )
+            for sess in sessions.values():
+                sess.close()
+    return table(["n", "intra-op threads", "shards", "kernel", "GFLOP/s", "IQR", "vs numpy"], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
@@ -234,6 +291,8 @@ def main() -> None:
     print(dispatch_table(2000, repeats))
     print("\n## Inter-op and intra-op scaling\n")
     print(scaling_table(repeats))
+    print("\n## Matmul through a Session vs numpy at the same thread count (float32)\n")
+    print(matmul_session_table(repeats))
 
 
 if __name__ == "__main__":

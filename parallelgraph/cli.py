@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .config import Config
 from .errors import GraphError, OpError
-from .measure import Measurement, measure
+from .measure import Measurement, measure, measure_interleaved
 from .presets import PRESETS, TWO_NETWORK_SIZES, Preset, build_preset
 from .session import Session
 
@@ -37,7 +37,7 @@ def make_parser() -> argparse.ArgumentParser:
         "--out", default="demo-out", help="folder for trace.ctf.json and timeline.png"
     )
     demo.add_argument("--size", default="medium", choices=[s for s in TWO_NETWORK_SIZES])
-    demo.add_argument("--repeats", type=_positive, default=7)
+    demo.add_argument("--repeats", type=_positive, default=15)
 
     run = commands.add_parser("run", help="run a preset graph and report its timing")
     run.add_argument("--preset", default="two-networks", choices=PRESETS)
@@ -113,20 +113,30 @@ def command_demo(args: argparse.Namespace) -> int:
     print(f"parallelgraph demo — the seed experiment on the CPU: {preset.description}")
     print("(the first run compiles the Numba kernels; later runs use the cache)\n")
     settings = [(1, 1), (2, 1), (1, 2), (2, 2)]
-    results = []
-    for inter, intra in settings:
-        config = Config(inter_op_threads=inter, intra_op_threads=intra)
-        results.append(run_preset(preset, config, args.repeats, warmup=2))
+    sessions = {
+        setting: Session(
+            preset.graph, Config(inter_op_threads=setting[0], intra_op_threads=setting[1])
+        )
+        for setting in settings
+    }
+    try:
+        measured = measure_interleaved(sessions, preset.fetch, max(1, args.repeats), warmup=2)
+    finally:
+        for session in sessions.values():
+            session.close()
+    results = [measured[setting] for setting in settings]
     base = results[0].median_ms
     print(
-        f"{'inter-op':>8} {'intra-op':>8} {'median ms':>10} {'speed-up':>9} "
+        f"{'inter-op':>8} {'intra-op':>8} {'median ms':>10} {'IQR ms':>13} {'speed-up':>9} "
         f"{'net1/net2 overlap':>18}"
     )
     for (inter, intra), result in zip(settings, results):
+        low, high = result.quartiles_ms()
         print(
-            f"{inter:>8} {intra:>8} {result.median_ms:>10.2f} {base / result.median_ms:>9.2f} "
-            f"{result.median_overlap('net1', 'net2'):>18.2f}"
+            f"{inter:>8} {intra:>8} {result.median_ms:>10.2f} {low:>6.1f}-{high:<6.1f} "
+            f"{base / result.median_ms:>9.2f} {result.median_overlap('net1', 'net2'):>18.2f}"
         )
+    print(f"(medians of {args.repeats} interleaved repeats; IQR = middle half of the runs)")
     traces = [r.median_trace() for r in results[:2]]
     traces[1].save(out / "trace.ctf.json")
     figure = compare(traces, labels=["inter-op 1", "inter-op 2"])

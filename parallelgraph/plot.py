@@ -142,7 +142,9 @@ def gantt(
         from matplotlib.patches import Patch
 
         handles = [Patch(color=c, label=s or "<root>") for s, c in colors.items()]
-        ax.legend(handles=handles, loc="upper right", fontsize=7, framealpha=0.8)
+        ax.legend(
+            handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False
+        )
     return ax.figure
 
 

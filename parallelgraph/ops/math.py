@@ -20,6 +20,8 @@ from .registry import Arrays, Cost, OpDef, ShapeError, register
 
 def _rows_of(array: np.ndarray, rows: int, columns: int) -> np.ndarray:
     """`array` as a (rows, columns) view: itself reshaped, or a bias/scalar broadcast by strides."""
+    if array.shape == (rows, columns):  # the common 2-D case: no new view object needed
+        return array
     if array.size == rows * columns:
         return array.reshape(rows, columns)
     return np.broadcast_to(array.reshape(1, -1), (rows, columns))
@@ -50,8 +52,13 @@ class ElementwiseBinary(OpDef):
     def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
         out = np.empty(op.shape, dtype=op.dtype)
         rows, columns = row_view_shape(op.shape)
-        a, b = (_rows_of(arg, rows, columns) for arg in args)
-        return a, b, out.reshape(rows, columns), out
+        a, b = args
+        return (
+            _rows_of(a, rows, columns),
+            _rows_of(b, rows, columns),
+            _rows_of(out, rows, columns),
+            out,
+        )
 
 
 def _is_bias(bias: Shape, full: Shape) -> bool:
@@ -89,7 +96,7 @@ class ElementwiseUnary(OpDef):
     def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
         out = np.empty(op.shape, dtype=op.dtype)
         rows, columns = row_view_shape(op.shape)
-        return args[0].reshape(rows, columns), out.reshape(rows, columns), out
+        return _rows_of(args[0], rows, columns), _rows_of(out, rows, columns), out
 
 
 @register
@@ -134,7 +141,8 @@ class AddN(OpDef):
     def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
         out = np.empty(op.shape, dtype=op.dtype)
         rows, columns = row_view_shape(op.shape)
-        return [arg.reshape(rows, columns) for arg in args], out.reshape(rows, columns), out
+        terms = [_rows_of(arg, rows, columns) for arg in args]
+        return terms, _rows_of(out, rows, columns), out
 
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         terms, out, _ = work
