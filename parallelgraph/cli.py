@@ -51,6 +51,21 @@ def make_parser() -> argparse.ArgumentParser:
     run.add_argument("--warmup", type=_positive, default=1)
     run.add_argument("--trace", metavar="FILE", help="write the median run's Chrome trace here")
     run.add_argument("--json", action="store_true", help="print one JSON object")
+
+    plot = commands.add_parser("plot", help="draw a trace file as a Gantt timeline")
+    plot.add_argument("trace", help="Chrome trace JSON (ours, TensorFlow's, PyTorch's, ...)")
+    plot.add_argument("--out", default="timeline.png", help="PNG or SVG file to write")
+    plot.add_argument("--t0", type=float, help="zoom: start of the window in ms")
+    plot.add_argument("--t1", type=float, help="zoom: end of the window in ms")
+    plot.add_argument("--arrows", action="store_true", help="draw dependency arrows")
+
+    compare = commands.add_parser("compare", help="two or more traces on one time axis")
+    compare.add_argument("traces", nargs="+", metavar="TRACE", help="two or more trace files")
+    compare.add_argument("--labels", help="comma-separated labels, one per trace")
+    compare.add_argument("--out", default="compare.png", help="PNG or SVG file to write")
+
+    explain = commands.add_parser("explain", help="did the scopes overlap, and if not, why?")
+    explain.add_argument("trace", help="Chrome trace JSON")
     return parser
 
 
@@ -152,9 +167,55 @@ def command_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_plot(args: argparse.Namespace) -> int:
+    from .trace import Trace
+
+    trace = Trace.load(args.trace)
+    options = {"arrows": args.arrows}
+    if args.t0 is not None or args.t1 is not None:
+        options.update(t0=args.t0, t1=args.t1)
+    trace.plot(**options).savefig(args.out, dpi=110)
+    print(
+        f"wrote {args.out}: {len(trace.events)} events on {len(trace.lanes)} lanes, "
+        f"makespan {trace.makespan_ms:.2f} ms"
+    )
+    return 0
+
+
+def command_compare(args: argparse.Namespace) -> int:
+    from .plot import compare
+    from .trace import Trace
+
+    if len(args.traces) < 2:
+        raise ValueError("compare needs at least two trace files")
+    labels = args.labels.split(",") if args.labels else [Path(p).stem for p in args.traces]
+    if len(labels) != len(args.traces):
+        raise ValueError(f"{len(labels)} labels for {len(args.traces)} traces")
+    traces = [Trace.load(path) for path in args.traces]
+    compare(traces, labels=labels).savefig(args.out, dpi=110)
+    base = traces[0].makespan_ms
+    for label, trace in zip(labels, traces):
+        print(f"{label}: makespan {trace.makespan_ms:.2f} ms (x{base / trace.makespan_ms:.2f})")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def command_explain(args: argparse.Namespace) -> int:
+    from .trace import Trace
+
+    print(Trace.load(args.trace).explain())
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
-    handlers = {"demo": command_demo, "run": command_run}
+    handlers = {
+        "demo": command_demo,
+        "run": command_run,
+        "plot": command_plot,
+        "compare": command_compare,
+        "explain": command_explain,
+    }
     try:
         return handlers[args.command](args)
     except (GraphError, OpError, ValueError, OSError) as problem:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import Config
+from .config import Config, cpu_count
 from .errors import GraphError, OpError, describe
 from .executors import make_executor
 from .graph import Graph, Op, Tensor, get_default_graph
@@ -182,6 +182,7 @@ class Session:
                 "config": self.config.as_dict(),
                 "graph": self.graph.name,
                 "executor": self._executor.name,
+                "cores": cpu_count(),
                 "wall_ns": wall_end - wall_start,
                 "run": self.runs,
                 "notes": list(plan.notes),

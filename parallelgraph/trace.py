@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import intervals as intervals_module
+
 if TYPE_CHECKING:
     from .plan import Plan
 
@@ -83,27 +85,12 @@ def lane_sort_key(lane: str) -> tuple[int, str, int]:
 
 def merge_intervals(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     """Union of [start, end) intervals as a sorted list of disjoint intervals."""
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(intervals):
-        if merged and start <= merged[-1][1]:
-            if end > merged[-1][1]:
-                merged[-1] = (merged[-1][0], end)
-        else:
-            merged.append((start, end))
-    return merged
+    return intervals_module.merge(intervals)
 
 
 def intersection_length(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> int:
     """Total length of the intersection of two sorted disjoint interval lists."""
-    total, i, j = 0, 0, 0
-    while i < len(a) and j < len(b):
-        low, high = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        total += max(0, high - low)
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return total
+    return intervals_module.length(intervals_module.intersect(list(a), list(b)))
 
 
 class Trace:
@@ -197,6 +184,49 @@ class Trace:
             intervals = merge_intervals((e.start, e.end) for e in self.events if e.lane == lane)
             busy[lane] = sum(end - start for start, end in intervals) / 1e9
         return busy
+
+    def work(self) -> float:
+        """Compute seconds: shard time for sharded ops, op time for the rest (see analysis)."""
+        from .analysis import total_work
+
+        return total_work(self) / 1e9
+
+    def critical_path(self) -> Any:
+        """The longest chain of dependent ops: `.ops`, `.names`, `.length` (ns)."""
+        from .analysis import critical_path
+
+        return critical_path(self)
+
+    def lower_bound(self, workers: int | None = None) -> float:
+        """max(work / P, critical path) in seconds; P = lanes in the trace unless given."""
+        from .analysis import lower_bound
+
+        return lower_bound(self, workers) / 1e9
+
+    def utilization(self) -> dict[str, float]:
+        """Busy fraction of the makespan per lane."""
+        from .analysis import utilization
+
+        return utilization(self)
+
+    def idle_gaps(self, lane: str, minimum_ms: float = 0.0) -> list[tuple[float, float]]:
+        """(start_ms, end_ms) from the trace start of each idle stretch of `lane`."""
+        from .analysis import idle_gaps
+
+        origin = self.start
+        return [
+            ((start - origin) / 1e6, (end - origin) / 1e6)
+            for start, end in idle_gaps(self, lane, int(minimum_ms * 1e6))
+        ]
+
+    def explain(self) -> Any:
+        """A plain-language report: did the scopes overlap, if not why, and what would help.
+
+        `print(trace.explain())`; in a notebook the report renders as HTML.
+        """
+        from .explain import explain
+
+        return explain(self)
 
     # -- files and pictures -------------------------------------------------------------------
     def to_chrome(self) -> dict[str, Any]:

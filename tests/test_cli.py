@@ -81,3 +81,51 @@ def test_bad_arguments_exit_non_zero_with_one_line(argv, message):
     )
     assert result.returncode != 0
     assert message in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.fixture
+def two_traces(tmp_path):
+    import parallelgraph as pg
+    from parallelgraph.presets import two_networks
+
+    preset = two_networks("tiny")
+    paths = []
+    for inter in (1, 2):
+        with pg.Session(preset.graph, pg.Config(inter_op_threads=inter)) as sess:
+            _, trace = sess.run(preset.fetch, trace=True)
+        paths.append(trace.save(tmp_path / f"inter{inter}.json"))
+    return paths
+
+
+def test_plot_compare_and_explain_commands(two_traces, tmp_path, capsys):
+    one, two = two_traces
+    assert main(["plot", str(one), "--out", str(tmp_path / "t.png")]) == 0
+    assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
+    assert main(["plot", str(two), "--out", str(tmp_path / "t.svg"), "--arrows"]) == 0
+    assert (tmp_path / "t.svg").read_text().lstrip().startswith("<?xml")
+    out = tmp_path / "c.png"
+    assert main(["compare", str(one), str(two), "--labels", "one,two", "--out", str(out)]) == 0
+    assert out.exists() and "two: makespan" in capsys.readouterr().out
+    assert main(["explain", str(one)]) == 0
+    report = capsys.readouterr().out
+    assert "net1 and net2: did not overlap" in report and "inter_op_threads=1" in report
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["explain", "missing.json"], "No such file"),
+        (["compare", "a.json"], "at least two trace files"),
+    ],
+)
+def test_trace_commands_report_errors_in_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_garbage_trace_file_gives_one_line_error(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"traceEvents": [{"ph": "X", "ts": 1')
+    assert main(["explain", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "not valid JSON" in err and err.count("\n") == 1

@@ -1,0 +1,156 @@
+"""What a trace says about parallelism: work, span, bounds, utilization, gaps, dependencies.
+
+All functions are pure: they read a Trace's events and return numbers or frozen records.
+
+- **work**: the compute time of the run — for a sharded op the sum of its shards (they may have
+  run on several threads), otherwise the op's own duration.
+- **critical path** (span): the longest chain of dependent ops, following each op event's
+  `inputs`; its length is the sum of the op durations on it. Events are visited in start order,
+  which is a topological order because an op starts only after its inputs ended.
+- **lower bound** for P workers: max(work / P, critical path). No schedule on P workers can
+  finish sooner (Brent / Graham); how close the measured makespan gets says how much a better
+  schedule could still win.
+- **utilization** of a lane: busy time / makespan; **idle gaps**: where a lane sat idle.
+- **scope dependencies**: whether some op of one scope (transitively) consumed an op of another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .intervals import intersect, merge, subtract
+from .trace import TraceEvent
+
+if TYPE_CHECKING:
+    from .trace import Trace
+
+
+@dataclass(frozen=True)
+class CriticalPath:
+    """The longest dependent chain of ops; `length` in ns is the sum of their durations."""
+
+    ops: tuple[TraceEvent, ...]
+    length: int
+
+    @property
+    def names(self) -> list[str]:
+        return [event.name for event in self.ops]
+
+
+def op_events_by_name(trace: Trace) -> dict[str, TraceEvent]:
+    """Op events keyed by name (an op that ran twice in one trace keeps its first event)."""
+    events: dict[str, TraceEvent] = {}
+    for event in trace.ops():
+        events.setdefault(event.name, event)
+    return events
+
+
+def total_work(trace: Trace) -> int:
+    """Compute time in ns: shards summed for sharded ops, op duration for the others."""
+    shard_time: dict[str, int] = {}
+    for event in trace.events:
+        if event.kind == "shard":
+            shard_time[event.name] = shard_time.get(event.name, 0) + event.duration
+    return sum(shard_time.get(event.name, event.duration) for event in trace.ops()) + sum(
+        event.duration for event in trace.events if event.kind == "copy"
+    )
+
+
+def critical_path(trace: Trace) -> CriticalPath:
+    """The longest chain of ops linked by `inputs` (without dependency data: the longest op)."""
+    longest: dict[str, tuple[int, str | None]] = {}
+    by_name = op_events_by_name(trace)
+    for event in sorted(by_name.values(), key=lambda e: e.start):
+        best_length, best_input = 0, None
+        for name in event.inputs:
+            if name in longest and longest[name][0] > best_length:
+                best_length, best_input = longest[name][0], name
+        longest[event.name] = (best_length + event.duration, best_input)
+    if not longest:
+        return CriticalPath((), 0)
+    end = max(longest, key=lambda name: longest[name][0])
+    chain: list[TraceEvent] = []
+    name: str | None = end
+    while name is not None:
+        chain.append(by_name[name])
+        name = longest[name][1]
+    return CriticalPath(tuple(reversed(chain)), longest[end][0])
+
+
+def worker_lanes(trace: Trace) -> list[str]:
+    """Lanes that ran ops (inter-op workers, streams, Dask workers), not shard helpers."""
+    return sorted({event.lane for event in trace.ops()}, key=trace.lanes.index)
+
+
+def lower_bound(trace: Trace, workers: int | None = None) -> int:
+    """max(work / P, critical path) in ns; P defaults to the number of lanes that did work."""
+    workers = workers or max(1, len(trace.lanes))
+    return max(total_work(trace) // workers, critical_path(trace).length)
+
+
+def utilization(trace: Trace) -> dict[str, float]:
+    """Busy fraction of the makespan, per lane."""
+    span = trace.end - trace.start
+    return {lane: (busy * 1e9 / span if span else 0.0) for lane, busy in trace.lane_busy().items()}
+
+
+def idle_gaps(trace: Trace, lane: str, minimum_ns: int = 0) -> list[tuple[int, int]]:
+    """Intervals (ns) inside the run where `lane` was idle, longest first is not implied."""
+    busy = merge((e.start, e.end) for e in trace.events if e.lane == lane)
+    gaps, cursor = [], trace.start
+    for start, end in busy:
+        if start - cursor > minimum_ns:
+            gaps.append((cursor, start))
+        cursor = max(cursor, end)
+    if trace.end - cursor > minimum_ns:
+        gaps.append((cursor, trace.end))
+    return gaps
+
+
+def ancestors(events: dict[str, TraceEvent], names: Iterable[str]) -> set[str]:
+    """Every op name that the named ops (transitively) consumed."""
+    seen: set[str] = set()
+    stack = [name for start in names if start in events for name in events[start].inputs]
+    while stack:
+        name = stack.pop()
+        if name in seen or name not in events:
+            continue
+        seen.add(name)
+        stack.extend(events[name].inputs)
+    return seen
+
+
+def dependency_between(trace: Trace, scope_a: str, scope_b: str) -> tuple[str, str] | None:
+    """An edge (producer, consumer) showing that one scope depends on the other, or None."""
+    events = op_events_by_name(trace)
+    in_a = {name for name, e in events.items() if e.in_scope(scope_a)}
+    in_b = {name for name, e in events.items() if e.in_scope(scope_b)}
+    for consumers, producers in ((in_b, in_a), (in_a, in_b)):
+        for consumer in sorted(consumers):
+            reached = ancestors(events, [consumer]) & producers
+            if reached:
+                return min(reached), consumer
+    return None
+
+
+def all_busy_fraction(trace: Trace, lanes: list[str], window: list[tuple[int, int]]) -> float:
+    """Fraction of the `window` intervals during which every one of `lanes` was running an op."""
+    total = sum(end - start for start, end in window)
+    if not total or not lanes:
+        return 0.0
+    busy_per_lane = [
+        merge((e.start, e.end) for e in trace.ops() if e.lane == lane) for lane in lanes
+    ]
+    covered = window
+    for busy in busy_per_lane:
+        covered = intersect(covered, busy)
+    return sum(end - start for start, end in covered) / total
+
+
+def exclusive_time(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Intervals where exactly one of two interval sets is busy."""
+    both = intersect(a, b)
+    union = merge([*a, *b])
+    return subtract(union, both)

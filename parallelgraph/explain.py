@@ -1,0 +1,308 @@
+"""`trace.explain()`: did the independent parts of my graph run in parallel — and if not, why?
+
+For every pair of top-level scopes the report says how much they overlapped. When two scopes
+did not overlap (overlap below `OVERLAPPED`), it names the first cause that the trace supports,
+checked in this order:
+
+1. **a dependency**: an op of one scope consumed (transitively) an op of the other — no thread
+   setting can overlap them;
+2. **soft placement**: the ops were placed on a GPU, more than one stream was asked for, but no
+   GPU was usable, so they ran on the CPU;
+3. **one inter-op thread** (or one stream): the config allowed only one op at a time, or every op
+   ran on one lane;
+4. **every worker busy**: while one scope ran without the other, every worker lane was running
+   some op — there was no free worker to start the other;
+5. **ops too short**: the ops are so short (median below `SHORT_OP_NS`) that handing them to
+   another thread costs as much as running them (~15-40 us per hand-off on this kind of machine).
+
+Then it compares the makespan with the bounds of `analysis` (work / P and the critical path)
+and proposes the one change most likely to help.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import statistics
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from . import analysis
+
+if TYPE_CHECKING:
+    from .trace import Trace
+
+#: Pairs overlapping at least this much "ran in parallel".
+OVERLAPPED = 0.5
+#: Median op duration under which dispatch overhead dominates.
+SHORT_OP_NS = 50_000
+#: Ops shorter than this can all finish on one thread before a second one wakes up.
+WAKE_UP_NS = 1_000_000
+#: Fraction of the exclusive time during which all workers were busy to call them "all busy".
+ALL_BUSY = 0.8
+#: At most this many scope pairs are listed.
+MAX_PAIRS = 12
+
+CAUSES = ("dependency", "soft placement", "one worker", "all workers busy", "ops too short")
+
+
+@dataclass(frozen=True)
+class PairReport:
+    """How two top-level scopes related in time, and why they did not overlap (if they did not)."""
+
+    scope_a: str
+    scope_b: str
+    overlap: float
+    cause: str | None
+    detail: str
+
+    @property
+    def overlapped(self) -> bool:
+        return self.overlap >= OVERLAPPED
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The report of `trace.explain()`: print it, or let a notebook render it."""
+
+    pairs: tuple[PairReport, ...]
+    makespan_ns: int
+    work_ns: int
+    workers: int
+    critical_path: analysis.CriticalPath
+    lower_bound_ns: int
+    notes: tuple[str, ...]
+    suggestion: str
+    omitted_pairs: int = 0
+
+    def lines(self) -> list[str]:
+        out = []
+        for pair in self.pairs:
+            verdict = (
+                "ran in parallel"
+                if pair.overlapped
+                else "partly overlapped"
+                if pair.overlap > 0
+                else "did not overlap"
+            )
+            out.append(
+                f"{pair.scope_a} and {pair.scope_b}: {verdict} (overlap {pair.overlap:.2f})."
+            )
+            if pair.detail:
+                out.append(f"  {pair.detail}")
+        if self.omitted_pairs:
+            out.append(f"({self.omitted_pairs} more scope pairs not listed)")
+        if not self.pairs:
+            out.append("Only one top-level scope ran: there is no pair to compare.")
+        out.extend(self.notes)
+        ms = 1e6
+        path = " -> ".join(self.critical_path.names[:6]) + (
+            " -> ..." if len(self.critical_path.ops) > 6 else ""
+        )
+        out.append(
+            f"Makespan {self.makespan_ns / ms:.2f} ms. Work {self.work_ns / ms:.2f} ms on "
+            f"{self.workers} lane(s) gives {self.work_ns / self.workers / ms:.2f} ms; the "
+            f"critical path ({path or 'none'}) takes {self.critical_path.length / ms:.2f} ms; "
+            f"so no schedule beats {self.lower_bound_ns / ms:.2f} ms"
+            + (
+                f" (this run took {self.makespan_ns / self.lower_bound_ns:.2f}x that)."
+                if self.lower_bound_ns
+                else "."
+            )
+        )
+        out.append(f"Most likely to help: {self.suggestion}")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def _repr_html_(self) -> str:
+        items = "".join(f"<li>{html.escape(line.strip())}</li>" for line in self.lines())
+        return f"<div class='parallelgraph-explain'><b>explain()</b><ul>{items}</ul></div>"
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def explain(trace: Trace) -> Explanation:
+    """Build the report for `trace` (see the module docstring)."""
+    config: dict[str, Any] = dict(trace.metadata.get("config", {}) or {})
+    if "cores" in trace.metadata:
+        config["cores"] = trace.metadata["cores"]
+    scopes = [s for s in trace.scopes() if s]
+    pairs_all = list(itertools.combinations(scopes, 2))
+    pairs = tuple(_pair_report(trace, a, b, config) for a, b in pairs_all[:MAX_PAIRS])
+    work = analysis.total_work(trace)
+    workers = max(1, len(trace.lanes))
+    path = analysis.critical_path(trace)
+    bound = max(work // workers, path.length)
+    makespan = trace.end - trace.start
+    notes = _notes(trace)
+    return Explanation(
+        pairs=pairs,
+        makespan_ns=makespan,
+        work_ns=work,
+        workers=workers,
+        critical_path=path,
+        lower_bound_ns=bound,
+        notes=notes,
+        suggestion=_suggestion(pairs, config, makespan, work, workers, path.length),
+        omitted_pairs=max(0, len(pairs_all) - MAX_PAIRS),
+    )
+
+
+def _pair_report(trace: Trace, a: str, b: str, config: dict[str, Any]) -> PairReport:
+    overlap = trace.overlap(a, b)
+    if overlap >= OVERLAPPED:
+        return PairReport(a, b, overlap, None, "")
+    for check in (_dependency, _soft_placement, _one_worker, _all_busy, _too_short):
+        found = check(trace, a, b, config)
+        if found is not None:
+            return PairReport(a, b, overlap, *found)
+    return PairReport(
+        a,
+        b,
+        overlap,
+        None,
+        "Cause not determined: they were independent and workers were free at times; "
+        "look for gaps on the timeline.",
+    )
+
+
+def _ops_of(trace: Trace, *scopes: str) -> list:
+    return [e for e in trace.ops() if any(e.in_scope(s) for s in scopes)]
+
+
+def _dependency(trace: Trace, a: str, b: str, config: dict) -> tuple[str, str] | None:
+    edge = analysis.dependency_between(trace, a, b)
+    if edge is None:
+        return None
+    producer, consumer = edge
+    return "dependency", (
+        f"Cause: a dependency — {consumer!r} needs {producer!r}, so one had to wait for the "
+        "other; no thread or stream setting can overlap them."
+    )
+
+
+def _soft_placement(trace: Trace, a: str, b: str, config: dict) -> tuple[str, str] | None:
+    moved = [n for n in trace.metadata.get("notes", []) if "soft placement" in n]
+    names = {e.name for e in _ops_of(trace, a, b)}
+    moved_here = [n for n in moved if n.split(":", 1)[0] in names]
+    if not moved_here or config.get("streams", 1) < 2:
+        return None
+    return "soft placement", (
+        f"Cause: soft placement — {len(moved_here)} of their ops were placed on a GPU to run on "
+        f"separate streams, but no GPU was usable, so they ran on the CPU, where "
+        f"{config.get('inter_op_threads', '?')} inter-op thread(s) decide."
+    )
+
+
+def _one_worker(trace: Trace, a: str, b: str, config: dict) -> tuple[str, str] | None:
+    lanes = {e.lane for e in _ops_of(trace, a, b)}
+    if config.get("inter_op_threads") == 1 or (not config and len(lanes) == 1):
+        return "one worker", (
+            "Cause: one inter-op thread — the config lets only one op run at a time "
+            "(inter_op_threads=1), so independent ops queue up."
+            if config.get("inter_op_threads") == 1
+            else f"Cause: every op of both ran on one lane ({lanes.pop()}): one worker or stream."
+        )
+    return None
+
+
+def _all_busy(trace: Trace, a: str, b: str, config: dict) -> tuple[str, str] | None:
+    workers = analysis.worker_lanes(trace)
+    if len(workers) < 2:
+        return None
+    alone = analysis.exclusive_time(trace.busy_intervals(a), trace.busy_intervals(b))
+    fraction = analysis.all_busy_fraction(trace, workers, alone)
+    if fraction < ALL_BUSY:
+        return None
+    others = sorted({e.scope.split("/")[0] or "<root>" for e in trace.ops()} - {a, b})
+    return "all workers busy", (
+        f"Cause: every worker busy — while one of them ran alone, all {len(workers)} worker "
+        f"lanes were occupied {fraction:.0%} of the time"
+        + (f" (also by {', '.join(others[:4])})" if others else "")
+        + "; no worker was free to start the other."
+    )
+
+
+def _too_short(trace: Trace, a: str, b: str, config: dict) -> tuple[str, str] | None:
+    ops = _ops_of(trace, a, b)
+    if not ops:
+        return None
+    median = statistics.median(e.duration for e in ops)
+    one_lane = len({e.lane for e in ops}) == 1 and config.get("inter_op_threads", 1) > 1
+    if median < SHORT_OP_NS:
+        return "ops too short", (
+            f"Cause: ops too short — their median duration is {median / 1e3:.1f} us, about "
+            "what handing an op to another thread costs; the workers spent their time "
+            "dispatching, not computing."
+        )
+    if one_lane and median < WAKE_UP_NS:
+        return "ops too short", (
+            f"Cause: ops too short — {config['inter_op_threads']} inter-op threads were "
+            f"available, but every op ran on {ops[0].lane}: each (median {median / 1e3:.0f} us) "
+            "finished before another worker thread had woken up to take the next one."
+        )
+    return None
+
+
+def _notes(trace: Trace) -> tuple[str, ...]:
+    moved = [n for n in trace.metadata.get("notes", []) if "soft placement" in n]
+    if not moved:
+        return ()
+    devices = sorted(
+        {n.split("placed on ", 1)[1].split(",")[0] for n in moved if "placed on " in n}
+    )
+    return (
+        f"Soft placement: {len(moved)} op(s) placed on {', '.join(devices)} ran on cpu:0 "
+        "because that device was not usable.",
+    )
+
+
+def _suggestion(
+    pairs: tuple[PairReport, ...],
+    config: dict[str, Any],
+    makespan: int,
+    work: int,
+    workers: int,
+    path: int,
+) -> str:
+    causes = {pair.cause for pair in pairs if not pair.overlapped}
+    inter = config.get("inter_op_threads")
+    if "one worker" in causes:
+        return (
+            "raise inter_op_threads to 2 or more: independent scopes could then run side by side."
+        )
+    if "soft placement" in causes:
+        return "run where a GPU is usable, or raise inter_op_threads so the CPU overlaps them."
+    if "ops too short" in causes:
+        return (
+            "make ops bigger (batch the work) or use fewer inter-op threads: tiny ops cost more "
+            "to hand off than to run."
+        )
+    if "all workers busy" in causes:
+        return (
+            f"more inter-op threads than {inter or workers} (if cores are free) — or accept it: "
+            "the workers were never idle."
+        )
+    if makespan and path >= 0.8 * makespan:
+        threads = (config.get("inter_op_threads") or 1) * (config.get("intra_op_threads") or 1)
+        cores = config.get("cores")
+        if cores and threads >= cores and (config.get("intra_op_threads") or 1) < cores:
+            return (
+                f"the critical path takes most of the run: only faster ops on it help. More "
+                f"intra_op_threads would do that, but the {cores} cores are already all in use "
+                f"({threads} threads); fewer inter-op and more intra-op threads may balance better."
+            )
+        return (
+            "raise intra_op_threads: the critical path takes most of the run, so only making "
+            "its ops faster (splitting them across threads) shortens it."
+        )
+    if makespan and work / workers >= 0.8 * makespan:
+        return "nothing in the schedule: every lane was busy; only more cores or less work help."
+    idle = makespan * workers - work
+    return (
+        f"look at the idle gaps ({idle / 1e6:.1f} ms of lane time): more inter-op threads or "
+        "a different graph split could fill them."
+    )

@@ -1,0 +1,148 @@
+"""explain(): each cause, shown by a trace built to exhibit it, is named in the report."""
+
+import pytest
+
+import parallelgraph as pg
+from parallelgraph.explain import explain
+from parallelgraph.trace import Trace, TraceEvent
+
+
+def op(name, lane, start, end, inputs=()):
+    return TraceEvent(
+        name, "x", name.rpartition("/")[0], "cpu:0", "op", lane, start, end, 0, 0, None, inputs
+    )
+
+
+def config(inter, streams=1):
+    return {"config": {"inter_op_threads": inter, "intra_op_threads": 1, "streams": streams}}
+
+
+MS = 1_000_000
+
+
+def test_overlapping_scopes_are_reported_as_parallel():
+    trace = Trace(
+        (op("net1/a", "inter-op/0", 0, 10 * MS), op("net2/a", "inter-op/1", 0, 9 * MS)), config(2)
+    )
+    report = explain(trace)
+    (pair,) = report.pairs
+    assert pair.overlapped and pair.cause is None
+    assert "net1 and net2: ran in parallel (overlap 1.00)" in str(report)
+
+
+def test_cause_one_inter_op_thread():
+    trace = Trace(
+        (op("net1/a", "inter-op/0", 0, 10 * MS), op("net2/a", "inter-op/0", 10 * MS, 20 * MS)),
+        config(1),
+    )
+    report = explain(trace)
+    assert report.pairs[0].cause == "one worker"
+    text = str(report)
+    assert "did not overlap (overlap 0.00)" in text and "inter_op_threads=1" in text
+    assert "raise inter_op_threads" in report.suggestion
+
+
+def test_cause_dependency():
+    trace = Trace(
+        (
+            op("net1/a", "inter-op/0", 0, 10 * MS),
+            op("net2/b", "inter-op/1", 10 * MS, 20 * MS, ("net1/a",)),
+        ),
+        config(2),
+    )
+    report = explain(trace)
+    assert report.pairs[0].cause == "dependency"
+    assert "'net2/b' needs 'net1/a'" in str(report)
+
+
+def test_cause_every_worker_busy():
+    trace = Trace(
+        (
+            op("net1/a", "inter-op/0", 0, 10 * MS),
+            op("net3/c", "inter-op/1", 0, 10 * MS),
+            op("net2/b", "inter-op/0", 10 * MS, 20 * MS),
+            op("net4/d", "inter-op/1", 10 * MS, 20 * MS),
+        ),
+        config(2),
+    )
+    report = explain(trace)
+    causes = {(p.scope_a, p.scope_b): p.cause for p in report.pairs}
+    assert causes[("net1", "net2")] == "all workers busy"
+    assert "every worker busy" in str(report) and "net3" in str(report)
+
+
+def test_cause_ops_too_short():
+    events = []
+    for i in range(10):
+        events.append(op(f"net1/a{i}", "inter-op/0", 2 * i * 20_000, (2 * i + 1) * 20_000))
+        events.append(op(f"net2/b{i}", "inter-op/1", (2 * i + 1) * 20_000, (2 * i + 2) * 20_000))
+    report = explain(Trace(tuple(events), config(2)))
+    assert report.pairs[0].cause == "ops too short"
+    assert "median duration is 20.0 us" in str(report)
+    assert "make ops bigger" in report.suggestion
+
+
+def test_cause_ops_finished_before_a_second_worker_woke_up():
+    trace = Trace(
+        (op("net1/a", "inter-op/0", 0, 300_000), op("net2/a", "inter-op/0", 300_000, 600_000)),
+        config(2),
+    )
+    report = explain(trace)
+    assert report.pairs[0].cause == "ops too short"
+    assert "before another worker thread had woken up" in str(report)
+
+
+def test_cause_soft_placement():
+    metadata = config(1, streams=2)
+    metadata["notes"] = [
+        "net1/a: placed on gpu:0, ran on cpu:0 (soft placement)",
+        "net2/a: placed on gpu:0, ran on cpu:0 (soft placement)",
+    ]
+    trace = Trace(
+        (op("net1/a", "inter-op/0", 0, 10 * MS), op("net2/a", "inter-op/0", 10 * MS, 20 * MS)),
+        metadata,
+    )
+    report = explain(trace)
+    assert report.pairs[0].cause == "soft placement"
+    assert "Soft placement: 2 op(s) placed on gpu:0 ran on cpu:0" in str(report)
+
+
+def test_bounds_and_critical_path_are_reported():
+    trace = Trace(
+        (
+            op("net1/a", "inter-op/0", 0, 10 * MS),
+            op("net1/b", "inter-op/0", 10 * MS, 30 * MS, ("net1/a",)),
+            op("net2/c", "inter-op/1", 0, 5 * MS),
+        ),
+        config(2),
+    )
+    report = explain(trace)
+    assert report.critical_path.names == ["net1/a", "net1/b"]
+    assert report.lower_bound_ns == 30 * MS
+    text = str(report)
+    assert "Makespan 30.00 ms" in text and "no schedule beats 30.00 ms" in text
+    assert "raise intra_op_threads" in report.suggestion
+    assert "<li>" in report._repr_html_()
+
+
+def test_explain_on_a_real_run():
+    g = pg.Graph()
+    with g.as_default():
+        for name in ("net1", "net2"):
+            with pg.scope(name):
+                pg.tanh(pg.random_normal((64, 64), seed=1))
+    with pg.Session(g, pg.Config(inter_op_threads=1)) as sess:
+        _, trace = sess.run([g.tensor("net1/Tanh"), g.tensor("net2/Tanh")], trace=True)
+    report = trace.explain()
+    assert report.pairs[0].cause == "one worker"
+    assert "net1 and net2" in repr(report)
+
+
+@pytest.mark.parametrize("scopes", [1, 9])
+def test_single_scope_and_many_pairs(scopes):
+    events = tuple(op(f"s{i}/a", "inter-op/0", i * MS, (i + 1) * MS) for i in range(scopes))
+    report = explain(Trace(events, config(1)))
+    if scopes == 1:
+        assert "Only one top-level scope ran" in str(report)
+    else:
+        assert len(report.pairs) == 12 and report.omitted_pairs == 36 - 12
