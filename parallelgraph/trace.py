@@ -53,6 +53,23 @@ class TraceEvent:
 def _events_from_records(plan: Plan, records: list[tuple[Any, ...]]) -> tuple[TraceEvent, ...]:
     events = []
     for kind, step_index, lane, start, end, shard in records:
+        if kind == "copy":  # ("copy", value's op name, lane, start, end, bytes)
+            name, nbytes = step_index, shard
+            events.append(
+                TraceEvent(
+                    name,
+                    "copy",
+                    name.rpartition("/")[0],
+                    "gpu:0",
+                    "copy",
+                    lane,
+                    start,
+                    end,
+                    0,
+                    nbytes,
+                )
+            )
+            continue
         step = plan.steps[step_index]
         op = step.op
         sharded = kind == "shard"
@@ -77,10 +94,14 @@ def _events_from_records(plan: Plan, records: list[tuple[Any, ...]]) -> tuple[Tr
     return tuple(events)
 
 
-def lane_sort_key(lane: str) -> tuple[int, str, int]:
+#: Display order of pools: CPU workers, their helpers, GPU streams, copies, then the rest.
+POOL_ORDER = {"inter-op": 0, "intra-op": 1, "stream": 2, "copy": 3}
+
+
+def lane_sort_key(lane: str) -> tuple[int, str, int, str]:
     pool, _, worker = lane.rpartition("/")
-    order = {"inter-op": 0, "intra-op": 1}.get(pool, 2)
-    return (order, pool, int(worker) if worker.isdigit() else 0)
+    order = POOL_ORDER.get(pool, 4 if pool.startswith("worker") else 5)
+    return (order, pool, int(worker) if worker.isdigit() else 0, worker)
 
 
 def merge_intervals(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:

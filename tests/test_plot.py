@@ -1,0 +1,259 @@
+"""Gantt timelines: lanes, legend, labels, zoom, arrows, shards, files, compare, big traces."""
+
+from __future__ import annotations
+
+import random
+
+import matplotlib
+import pytest
+
+from parallelgraph.plot import compare, gantt
+from parallelgraph.trace import Trace, TraceEvent
+
+matplotlib.use("Agg")
+
+MS = 1_000_000
+
+
+def op(name, lane, start, end, inputs=(), kind="op"):
+    scope = name.rsplit("/", 1)[0] if "/" in name else ""
+    return TraceEvent(name, "matmul", scope, "cpu:0", kind, lane, int(start * MS), int(end * MS),
+                      inputs=tuple(inputs))  # fmt: skip
+
+
+def shard(name, lane, start, end, index):
+    scope = name.rsplit("/", 1)[0]
+    return TraceEvent(name, "matmul", scope, "cpu:0", "shard", lane, int(start * MS),
+                      int(end * MS), shard=index)  # fmt: skip
+
+
+def two_networks(scale: float = 1.0) -> Trace:
+    """Ten ops in two scopes on two inter-op lanes; the first matmul has three shards, one of
+    them on an intra-op helper; net1/Add and out are too narrow for a label."""
+    s = scale
+    events = [
+        op("net1/RandomNormal", "inter-op/0", 0, 2 * s),
+        op("net2/RandomNormal", "inter-op/1", 0.1 * s, 2.2 * s),
+        op("net1/MatMul", "inter-op/0", 2.1 * s, 6 * s, ["net1/RandomNormal", "net1/w1"]),
+        shard("net1/MatMul", "inter-op/0", 2.2 * s, 4 * s, 0),
+        shard("net1/MatMul", "intra-op/0", 2.3 * s, 4.1 * s, 1),
+        shard("net1/MatMul", "inter-op/0", 4.1 * s, 5.9 * s, 2),
+        op("net2/MatMul", "inter-op/1", 2.3 * s, 6.5 * s, ["net2/RandomNormal"]),
+        op("net1/Add", "inter-op/0", 6.1 * s, 6.12 * s, ["net1/MatMul"]),
+        op("net2/Add", "inter-op/1", 6.6 * s, 7.0 * s, ["net2/MatMul"]),
+        op("net1/MatMul_1", "inter-op/0", 6.4 * s, 8 * s, ["net1/Add"]),
+        op("net2/MatMul_1", "inter-op/1", 7.1 * s, 8.2 * s, ["net2/Add"]),
+        op("out", "inter-op/0", 8.3 * s, 8.32 * s, ["net1/MatMul_1", "net2/MatMul_1"]),
+    ]
+    events.sort(key=lambda e: (e.start, e.kind != "op"))
+    config = {"inter_op_threads": 2, "intra_op_threads": 2}
+    return Trace(events, {"graph": "hand", "config": config})
+
+
+def synthetic(count: int, lanes: int = 6, seed: int = 1) -> Trace:
+    rng = random.Random(seed)
+    ends, events, names = [0.0] * lanes, [], []
+    while len(events) < count:
+        lane = rng.randrange(lanes)
+        start = ends[lane] + rng.uniform(0.002, 0.02)
+        ends[lane] = end = start + rng.uniform(0.01, 0.4)
+        name = f"s{rng.randrange(3)}/op{len(events)}"
+        if lane < lanes // 2:
+            events.append(op(name, f"inter-op/{lane}", start, end, names[-5:][:2]))
+            names.append(name)
+        else:
+            events.append(shard(name, f"intra-op/{lane}", start, end, 0))
+    return Trace(events)
+
+
+def child(ax, gid):
+    found = [artist for artist in ax.get_children() if artist.get_gid() == gid]
+    return found[0] if found else None
+
+
+@pytest.fixture(scope="module")
+def drawn():
+    """The hand trace drawn once, with arrows, rendered (so draw-time decisions are made)."""
+    figure = gantt(two_networks(), arrows=True)
+    figure.canvas.draw()
+    return figure
+
+
+def test_one_y_tick_per_lane_grouped_by_pool():
+    lanes = ["copy/0", "stream/0", "intra-op/1", "inter-op/1", "intra-op/0", "inter-op/0"]
+    trace = Trace([op(f"n/op{i}", lane, i, i + 1) for i, lane in enumerate(lanes)])
+    ax = gantt(trace).axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["inter-op/0", "inter-op/1", "intra-op/0", "intra-op/1", "stream/0", "copy/0"]
+    assert list(ax.get_yticks()) == list(range(6))
+
+
+def test_lanes_in_order_and_figure_returned(drawn):
+    ax = drawn.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "inter-op/0",
+        "inter-op/1",
+        "intra-op/0",
+    ]
+    assert ax.get_ylim()[0] > ax.get_ylim()[1]  # first lane on top
+    assert "makespan 8.32 ms" in ax.get_title(loc="left")
+    assert "inter-op 2, intra-op 2" in ax.get_title(loc="left")
+
+
+def test_legend_names_the_scopes_outside_the_axes(drawn):
+    ax = drawn.axes[0]
+    legend = ax.get_legend()
+    entries = [t.get_text() for t in legend.get_texts()]
+    assert entries[:3] == ["net1", "net2", "<root>"]
+    assert "shard (lower part)" in entries and "dependency" in entries
+    renderer = drawn.canvas.get_renderer()
+    assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
+
+
+def test_labels_on_wide_bars_only(drawn):
+    shown = child(drawn.axes[0], "bar-labels").drawn_labels
+    assert {"RandomNormal", "MatMul", "MatMul_1"} <= set(shown)
+    assert "Add" in shown  # net2/Add is 0.4 ms wide, net1/Add only 0.02 ms
+    assert shown.count("Add") == 1
+    assert "out" not in shown
+
+
+def test_labels_can_be_turned_off():
+    figure = gantt(two_networks(), labels=False)
+    assert child(figure.axes[0], "bar-labels") is None
+
+
+def test_bars_are_collections_with_edges_only_when_wide(drawn):
+    ax = drawn.axes[0]
+    bars = child(ax, "op-bars")
+    assert len(bars.get_paths()) == 9
+    assert len(ax.patches) < 3  # the lane-group bands only, no barh rectangles
+    names = [e.name for e in two_networks().ops()]
+    widths = dict(zip(names, bars.get_linewidths()))
+    edges = dict(zip(names, bars.get_edgecolors().tolist()))
+    faces = dict(zip(names, bars.get_facecolors().tolist()))
+    assert widths["net1/MatMul"] > 0 and widths["out"] > 0
+    assert edges["net1/MatMul"] != faces["net1/MatMul"]  # a dark edge
+    assert edges["out"] == faces["out"]  # a thin bar: only a hairline in its own colour
+
+
+def test_shards_drawn_inside_their_op_and_on_helpers(drawn):
+    shards = child(drawn.axes[0], "shard-bars")
+    boxes = [path.get_extents() for path in shards.get_paths()]
+    assert len(boxes) == 3
+    rows = sorted(round((box.y0 + box.y1) / 2) for box in boxes)
+    assert rows == [0, 0, 2]
+    for box in boxes:
+        row = round((box.y0 + box.y1) / 2)
+        assert row < box.y0 < box.y1 < row + 0.4  # lower part of the row, thinner than ops
+    ops = child(drawn.axes[0], "op-bars").get_paths()
+    matmul = ops[[e.name for e in two_networks().ops()].index("net1/MatMul")].get_extents()
+    for box in boxes:
+        if round(box.y0) == 0:
+            assert matmul.x0 <= box.x0 and box.x1 <= matmul.x1
+
+
+def test_zoom_limits_axis_and_drops_events_outside():
+    figure = gantt(two_networks(), t0=2.0, t1=5.0, arrows=True)
+    ax = figure.axes[0]
+    assert ax.get_xlim() == (2.0, 5.0)
+    visible_ops = {"net1/MatMul", "net2/MatMul", "net1/RandomNormal", "net2/RandomNormal"}
+    assert len(child(ax, "op-bars").get_paths()) == len(visible_ops)
+    assert len(child(ax, "shard-bars").get_paths()) == 3
+    arrows = child(ax, "dependency-arrows")
+    assert arrows.N == 2  # RandomNormal -> MatMul in each net; net1/w1 is not an event
+    assert "window 2–5 ms" in ax.get_title(loc="left")
+    with pytest.raises(ValueError, match="empty zoom window"):
+        gantt(two_networks(), t0=5, t1=2)
+
+
+def test_arrows_only_when_asked(drawn):
+    arrows = child(drawn.axes[0], "dependency-arrows")
+    assert arrows is not None and arrows.N == 8  # net1/w1 is not an event
+    assert child(gantt(two_networks()).axes[0], "dependency-arrows") is None
+
+
+def test_saves_png_and_svg(tmp_path, drawn):
+    drawn.savefig(tmp_path / "t.png")
+    drawn.savefig(tmp_path / "t.svg")
+    assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = (tmp_path / "t.svg").read_text()
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+    assert "RandomNormal" in svg
+
+
+def test_draws_on_a_given_axes():
+    from matplotlib.figure import Figure
+
+    figure = Figure()
+    ax = figure.add_subplot()
+    assert gantt(two_networks(), ax) is figure
+    assert len(ax.get_yticks()) == 3
+    assert two_networks().plot(ax=ax, title="mine") is figure
+    assert ax.get_title(loc="left") == "mine"
+
+
+def test_compare_one_axes_per_trace_with_speedup():
+    slow, fast = two_networks(), two_networks(scale=0.5)
+    figure = compare([slow, fast], labels=["inter-op 1", "inter-op 2"])
+    axes = figure.axes
+    assert len(axes) == 2
+    assert axes[0].get_title(loc="left") == "inter-op 1: makespan 8.32 ms"
+    assert "×2.00 vs inter-op 1" in axes[1].get_title(loc="left")
+    assert "inter-op 2 ×2.00" in figure.get_suptitle()
+    assert axes[0].get_xlim() == axes[1].get_xlim()  # one shared time axis
+    legend = [t.get_text() for t in figure.legends[0].get_texts()]
+    assert legend[:3] == ["net1", "net2", "<root>"]
+    again = compare(slow, fast, labels=["a", "b"])
+    assert len(again.axes) == 2 and "b ×2.00" in again.get_suptitle()
+
+
+def test_empty_trace_and_imported_trace_without_config():
+    assert gantt(Trace()).axes[0].get_yticks().size == 0
+    trace = Trace([op("a/x", "inter-op/0", 0, 1)])
+    assert gantt(trace).axes[0].get_title(loc="left").startswith("trace — makespan 1.00 ms")
+
+
+def test_five_thousand_events_draw(tmp_path):
+    trace = synthetic(5000)
+    figure = gantt(trace, arrows=True)
+    figure.savefig(tmp_path / "big.png", dpi=60)
+    ax = figure.axes[0]
+    ops, shards = child(ax, "op-bars"), child(ax, "shard-bars")
+    assert len(ops.get_paths()) + len(shards.get_paths()) == 5000
+    assert (tmp_path / "big.png").stat().st_size > 5_000
+
+
+def test_copies_streams_and_workers():
+    events = [
+        op("n/h2d", "copy/0", 0, 1, kind="copy"),
+        op("n/MatMul", "stream/0", 1, 3, ["n/h2d"]),
+        op("n/d2h", "copy/0", 3, 4, ["n/MatMul"], kind="copy"),
+        op("n/MatMul", "copy/1", 3.5, 4.5, kind="copy"),  # a copy of MatMul's output
+        op("m/x", "worker-tcp://10.0.0.1:4000/0", 0, 2),
+        op("m/y", "worker-tcp://10.0.0.2:4000/0", 2, 2),  # an instant
+    ]
+    figure = gantt(Trace(events), arrows=True)
+    figure.canvas.draw()
+    ax = figure.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "stream/0",
+        "copy/0",
+        "copy/1",
+        "worker-tcp://10.0.0.1:4000/0",
+        "worker-tcp://10.0.0.2:4000/0",
+    ]
+    copies = child(ax, "copy-bars")
+    assert len(copies.get_paths()) == 3 and copies.get_hatch() == "////"
+    assert child(ax, "dependency-arrows").N == 3  # h2d -> MatMul -> d2h, MatMul -> its copy
+    assert {"h2d", "MatMul", "d2h"} <= set(child(ax, "bar-labels").drawn_labels)
+    assert "copy" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_compare_title_and_options():
+    figure = compare(two_networks(), two_networks(0.5), title="mine", arrows=True, t0=1, t1=3)
+    assert figure.get_suptitle() == "mine"
+    assert all(ax.get_xlim() == (1.0, 3.0) for ax in figure.axes)
+    assert child(figure.axes[0], "dependency-arrows") is not None
+    with pytest.raises(ValueError, match="2 traces but 1 labels"):
+        compare(two_networks(), two_networks(), labels=["one"])
