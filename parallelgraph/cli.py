@@ -11,14 +11,21 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .config import Config
+from .config import STREAM_POLICIES, Config
 from .errors import GraphError, OpError
 from .measure import Measurement, measure, measure_interleaved
 from .presets import PRESETS, TWO_NETWORK_SIZES, Preset, build_preset
 from .session import Session
 
 
-def _positive(text: str) -> int:
+def _at_least_one(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
@@ -37,18 +44,23 @@ def make_parser() -> argparse.ArgumentParser:
         "--out", default="demo-out", help="folder for trace.ctf.json and timeline.png"
     )
     demo.add_argument("--size", default="medium", choices=[s for s in TWO_NETWORK_SIZES])
-    demo.add_argument("--repeats", type=_positive, default=15)
+    demo.add_argument("--repeats", type=_non_negative, default=15)
 
     run = commands.add_parser("run", help="run a preset graph and report its timing")
     run.add_argument("--preset", default="two-networks", choices=PRESETS)
-    run.add_argument("--size", default="medium", choices=["tiny", "small", "medium", "large"])
+    run.add_argument(
+        "--size", default="medium", choices=["tiny", "small", "medium", "large", "narrow"]
+    )
     run.add_argument("--dtype", default="float32", choices=["float32", "float64"])
-    run.add_argument("--inter", type=_positive, default=0, help="inter-op threads (0 = cores)")
-    run.add_argument("--intra", type=_positive, default=0, help="intra-op threads (0 = cores)")
+    run.add_argument("--inter", type=_non_negative, default=0, help="inter-op threads (0 = cores)")
+    run.add_argument("--intra", type=_non_negative, default=0, help="intra-op threads (0 = cores)")
     run.add_argument("--executor", default="threads", choices=["sequential", "threads"])
+    run.add_argument("--device", default="cpu", choices=["cpu", "gpu"], help="place the graph")
+    run.add_argument("--streams", type=_at_least_one, default=1, help="CUDA streams")
+    run.add_argument("--stream-policy", default="branches", choices=list(STREAM_POLICIES))
     run.add_argument("--matmul-kernel", default="blas", choices=["blas", "numba"])
-    run.add_argument("--repeats", type=_positive, default=5)
-    run.add_argument("--warmup", type=_positive, default=1)
+    run.add_argument("--repeats", type=_non_negative, default=5)
+    run.add_argument("--warmup", type=_non_negative, default=1)
     run.add_argument("--trace", metavar="FILE", help="write the median run's Chrome trace here")
     run.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -94,12 +106,15 @@ def summarize(preset: Preset, config: Config, measurement: Measurement) -> dict[
 
 
 def command_run(args: argparse.Namespace) -> int:
-    preset = build_preset(args.preset, args.size, args.dtype)
+    device_name = "gpu:0" if args.device == "gpu" else None
+    preset = build_preset(args.preset, args.size, args.dtype, device_name)
     config = Config(
         inter_op_threads=args.inter,
         intra_op_threads=args.intra,
         executor=args.executor,
         matmul_kernel=args.matmul_kernel,
+        streams=args.streams,
+        stream_policy=args.stream_policy,
     )
     measurement = run_preset(preset, config, args.repeats, args.warmup)
     report = summarize(preset, config, measurement)

@@ -3,9 +3,12 @@
 - **Pruning**: only ops that some fetch needs run; a fed tensor cuts the graph there.
 - **Order and dependencies**: the graph's op order is topological, so steps keep it, and each
   step knows its consumers and how many producing steps it waits for (its dependency count).
-- **Placement**: each op's device. Without a GPU executor, ops placed on a GPU (or on a CPU other
-  than cpu:0) run on cpu:0 when `soft_placement` is on, and the plan records why; otherwise the
-  session refuses the graph before anything runs.
+- **Placement**: each op's device. Ops placed on gpu:0 run there when a GPU is usable (a real
+  one, or Numba's simulator); otherwise — and for any other missing device — they run on cpu:0
+  when `soft_placement` is on, and the plan records why; without it the session refuses the
+  graph before anything runs.
+- **Streams**: each GPU op's CUDA stream, from the `stream_policy` (see `streams.py`), and the
+  producers on other streams it must wait for.
 - **Shards**: how many row ranges each op's work is cut into. The count follows the op's
   estimated time (an op too small to pay for a hand-off between threads is not split), and the
   boundaries depend only on the op's shapes, never on the thread counts. That is what makes every
@@ -45,6 +48,14 @@ class Step:
     shards: tuple[tuple[int, int], ...]
     device: str
     cost: Cost
+    #: CUDA stream index of a GPU step (None on the CPU).
+    stream: int | None = None
+    #: GPU producer steps on *other* streams that this GPU step must wait for (CUDA events).
+    waits: tuple[int, ...] = ()
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.stream is not None
 
 
 @dataclass(frozen=True)
@@ -65,6 +76,12 @@ class Plan:
     kept_slots: frozenset[int]
     #: Human-readable notes, e.g. soft placement moving an op.
     notes: tuple[str, ...]
+    #: How many CUDA streams GPU steps use (0: no GPU step).
+    streams: int = 0
+
+    @property
+    def uses_gpu(self) -> bool:
+        return self.streams > 0
 
 
 def estimated_ns(definition: OpDef, cost: Cost) -> float:
@@ -88,8 +105,10 @@ def shard_bounds(definition: OpDef, op: Op) -> tuple[tuple[int, int], ...]:
 
 def place(op: Op, config: Config, gpu_available: bool = False) -> tuple[str, str | None]:
     """The device an op runs on, and a note when soft placement moved it."""
-    if op.device == "cpu:0" or (op.device.startswith("gpu:") and gpu_available):
+    if op.device == "cpu:0" or (op.device == "gpu:0" and gpu_available):
         return op.device, None
+    if config.executor == "sequential" and op.device.startswith("gpu:"):
+        return "cpu:0", f"{op.name}: placed on {op.device}, ran on cpu:0 (sequential: CPU only)"
     if not config.soft_placement:
         raise GraphError(
             f"op {describe(op)} is placed on {op.device}, which this session cannot use "
@@ -99,7 +118,13 @@ def place(op: Op, config: Config, gpu_available: bool = False) -> tuple[str, str
     return "cpu:0", f"{op.name}: placed on {op.device}, ran on cpu:0 (soft placement)"
 
 
-def build_plan(graph: Graph, fetches: Iterable[Op], fed: Iterable[Op], config: Config) -> Plan:
+def build_plan(
+    graph: Graph,
+    fetches: Iterable[Op],
+    fed: Iterable[Op],
+    config: Config,
+    gpu_available: bool = False,
+) -> Plan:
     """Prune, order, place and shard. Raises GraphError for anything that cannot run."""
     fetches, fed_ids = tuple(fetches), {op.id for op in fed}
     needed = _needed_ops(fetches, fed_ids)
@@ -123,12 +148,16 @@ def build_plan(graph: Graph, fetches: Iterable[Op], fed: Iterable[Op], config: C
         for tensor in op.inputs:
             uses[slot_of[tensor.op.id]] += 1
 
+    devices = {}
+    for op in steps_ops:
+        devices[op.id], note = place(op, config, gpu_available)
+        if note:
+            notes.append(note)
+    streams, waits = _assign_streams(steps_ops, step_of, devices, config)
+
     steps = []
     for op in steps_ops:
         definition = opdef(op.type)
-        device, note = place(op, config)
-        if note:
-            notes.append(note)
         steps.append(
             Step(
                 index=step_of[op.id],
@@ -138,8 +167,10 @@ def build_plan(graph: Graph, fetches: Iterable[Op], fed: Iterable[Op], config: C
                 input_slots=tuple(slot_of[t.op.id] for t in op.inputs),
                 consumers=tuple(consumers[step_of[op.id]]),
                 shards=shard_bounds(definition, op),
-                device=device,
+                device=devices[op.id],
                 cost=definition.cost(op),
+                stream=streams.get(step_of[op.id]),
+                waits=waits.get(step_of[op.id], ()),
             )
         )
     fetch_slots = tuple(slot_of[op.id] for op in fetches)
@@ -154,7 +185,33 @@ def build_plan(graph: Graph, fetches: Iterable[Op], fed: Iterable[Op], config: C
         slot_uses=tuple(uses),
         kept_slots=frozenset(fetch_slots) | {slot for slot, _ in sources},
         notes=tuple(notes),
+        streams=(max(streams.values()) + 1) if streams else 0,
     )
+
+
+def _assign_streams(
+    steps_ops: list[Op], step_of: dict[int, int], devices: dict[int, str], config: Config
+) -> tuple[dict[int, int], dict[int, tuple[int, ...]]]:
+    """Stream of each GPU step (by the configured policy) and its cross-stream waits."""
+    from .streams import POLICIES
+
+    gpu_steps = [step_of[op.id] for op in steps_ops if devices[op.id].startswith("gpu:")]
+    if not gpu_steps:
+        return {}, {}
+    gpu_set = set(gpu_steps)
+    producers = {
+        step_of[op.id]: sorted(
+            {step_of[t.op.id] for t in op.inputs if step_of.get(t.op.id) in gpu_set}
+        )
+        for op in steps_ops
+        if step_of[op.id] in gpu_set
+    }
+    stream_of = POLICIES[config.stream_policy].assign(gpu_steps, producers, config.streams)
+    waits = {
+        step: tuple(p for p in producers[step] if stream_of[p] != stream_of[step])
+        for step in gpu_steps
+    }
+    return stream_of, waits
 
 
 def _needed_ops(fetches: tuple[Op, ...], fed_ids: set[int]) -> list[Op]:

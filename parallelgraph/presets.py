@@ -20,6 +20,8 @@ from .ops import add, add_n, matmul, random_normal, reduce_sum, relu, tanh, vari
 #: (batch, input, hidden, output) of the two-network graph, as in the issue tracker.
 TWO_NETWORK_SIZES = {
     "tiny": (8, 16, 16, 8),
+    # Long, thin matmuls: on a big GPU each kernel leaves most multiprocessors free.
+    "narrow": (32, 2048, 2048, 32),
     "small": (64, 256, 256, 64),
     "medium": (512, 1024, 1024, 512),
     "large": (2048, 2048, 2048, 1024),
@@ -68,11 +70,13 @@ def two_networks(
     return Preset("two-networks", size, graph, out, description, ("net1", "net2"))
 
 
-def wide(size: str = "medium", dtype: str = "float32", branches: int = 8) -> Preset:
+def wide(
+    size: str = "medium", dtype: str = "float32", branches: int = 8, device_name: str | None = None
+) -> Preset:
     """`branches` independent tanh(x @ w) branches, summed: only inter-op threads help."""
     batch, width = _size(WIDTH_SIZES, size)
     graph = Graph(f"wide-{size}")
-    with graph.as_default():
+    with graph.as_default(), device(device_name):
         outputs = []
         for index in range(branches):
             with scope(f"branch{index}"):
@@ -83,11 +87,13 @@ def wide(size: str = "medium", dtype: str = "float32", branches: int = 8) -> Pre
     return Preset("wide", size, graph, out, f"{branches} branches of [{batch}x{width}]", scopes)
 
 
-def chain(size: str = "medium", dtype: str = "float32", layers: int = 8) -> Preset:
+def chain(
+    size: str = "medium", dtype: str = "float32", layers: int = 8, device_name: str | None = None
+) -> Preset:
     """`layers` dependent relu(x @ w) layers: only intra-op threads help."""
     batch, width = _size(WIDTH_SIZES, size)
     graph = Graph(f"chain-{size}")
-    with graph.as_default():
+    with graph.as_default(), device(device_name):
         x = random_normal((batch, width), seed=0, dtype=dtype)
         for index in range(layers):
             with scope(f"layer{index}"):
@@ -97,13 +103,17 @@ def chain(size: str = "medium", dtype: str = "float32", layers: int = 8) -> Pres
 
 
 def random_dag(
-    size: str = "medium", dtype: str = "float32", ops: int = 30, seed: int = 0
+    size: str = "medium",
+    dtype: str = "float32",
+    ops: int = 30,
+    seed: int = 0,
+    device_name: str | None = None,
 ) -> Preset:
     """A seeded random DAG: each new op takes one or two earlier tensors of the same shape."""
     batch, width = _size(WIDTH_SIZES, size)
     rng = np.random.default_rng(seed)
     graph = Graph(f"random-{size}-{seed}")
-    with graph.as_default():
+    with graph.as_default(), device(device_name):
         tensors = [random_normal((batch, width), seed=i, dtype=dtype) for i in range(3)]
         for index in range(ops):
             with scope(f"op{index}"):
@@ -119,12 +129,14 @@ def random_dag(
     return Preset("random", size, graph, out, f"random DAG of {ops} ops on [{batch}x{width}]")
 
 
-def build_preset(name: str, size: str = "medium", dtype: str = "float32") -> Preset:
+def build_preset(
+    name: str, size: str = "medium", dtype: str = "float32", device_name: str | None = None
+) -> Preset:
     """Build a preset by its CLI name: two-networks, wide, chain or random."""
     builders = {"two-networks": two_networks, "wide": wide, "chain": chain, "random": random_dag}
     if name not in builders:
         raise ValueError(f"unknown preset {name!r}; choose from {PRESETS}")
-    return builders[name](size=size, dtype=dtype)
+    return builders[name](size=size, dtype=dtype, device_name=device_name)
 
 
 def _size(table: dict[str, tuple[int, ...]], size: str) -> tuple[int, ...]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -58,6 +59,7 @@ class Session:
         self._variables: dict[int, np.ndarray] = {}
         self._run_lock = threading.Lock()
         self._closed = False
+        self._warned_soft_placement = False
         self.runs = 0
         self._executor = make_executor(self.config)
         self._initialize_variables()
@@ -138,7 +140,16 @@ class Session:
         plan = self._plans.get(key)
         if plan is None:
             fed = [self.graph.ops[i] for i in feeds]
-            plan = build_plan(self.graph, fetch_ops, fed, self.config)
+            plan = build_plan(self.graph, fetch_ops, fed, self.config, self._gpu_usable())
+            moved = [note for note in plan.notes if "soft placement" in note]
+            if moved and not self._warned_soft_placement:
+                self._warned_soft_placement = True
+                warnings.warn(
+                    f"soft placement: {len(moved)} op(s) placed on a device this session cannot "
+                    f"use ran on cpu:0 (first: {moved[0]})",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
             for _, op in plan.sources:
                 if op.type == "placeholder" and op.id not in feeds:
                     raise GraphError(
@@ -147,6 +158,18 @@ class Session:
                     )
             self._plans[key] = plan
         return plan
+
+    def _gpu_usable(self) -> bool:
+        """Whether GPU-placed ops run on gpu:0: never for the sequential (CPU reference)
+        executor; otherwise when numba.cuda works here. Only graphs that place ops on a GPU
+        ever import numba.cuda."""
+        if self.config.executor == "sequential":
+            return False
+        if not any(op.device.startswith("gpu:") for op in self.graph.ops):
+            return False
+        from .executors.cuda import gpu_available
+
+        return gpu_available()
 
     def _execute(
         self, plan: Plan, feeds: dict[int, np.ndarray], trace: bool

@@ -10,7 +10,9 @@ NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_executes(path, tmp_path):
+def test_notebook_executes(path, tmp_path, monkeypatch):
+    # Notebooks run as a user would: no CUDA simulator unless they ask for it.
+    monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
     nb = nbformat.read(path, as_version=4)
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "strip outputs"
     client = NotebookClient(

@@ -149,16 +149,18 @@ def test_dependents_of_a_failed_op_do_not_run():
     assert "after" not in FailingOp.calls and "boom" in FailingOp.calls
 
 
-def test_soft_placement_runs_gpu_ops_on_cpu_and_says_so():
+def test_soft_placement_runs_gpu_ops_on_cpu_and_says_so(no_gpu):
     g, out, _ = seed_graph(device="gpu:0")
-    with pg.Session(g) as sess:
+    with pg.Session(g) as sess, pytest.warns(RuntimeWarning, match="soft placement") as warned:
         value, trace = sess.run(out, trace=True)
+        sess.run(out)
+    assert len(warned) == 1  # one warning per session, not per run
     assert value.shape == (8, 6)
     assert {e.device for e in trace.events} == {"cpu:0"}
     assert any("soft placement" in note for note in trace.metadata["notes"])
 
 
-def test_without_soft_placement_gpu_ops_are_refused_before_running():
+def test_without_soft_placement_gpu_ops_are_refused_before_running(no_gpu):
     g, out, _ = seed_graph(device="gpu:0")
     with pg.Session(g, pg.Config(allow_soft_placement=False)) as sess:
         with pytest.raises(pg.GraphError, match=r"'net1/RandomNormal' .* is placed on gpu:0"):

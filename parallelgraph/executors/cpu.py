@@ -40,6 +40,7 @@ class ThreadsExecutor:
         self._inter = InterOpPool(self.inter_op_threads)
         self._lane_names = [f"inter-op/{i}" for i in range(self.inter_op_threads)]
         self._intra = IntraOpPool(self.intra_op_threads)
+        self._gpu: Any = None  # a CudaDevice, made when a plan first has GPU steps
         self._closed = False
 
     def run(self, plan: Plan, values: list[Any], record: Recorder | None) -> Run:
@@ -49,25 +50,49 @@ class ThreadsExecutor:
             raise RuntimeError("this executor is closed")
 
         lanes = self._lane_names
+        gpu = self._gpu_for(plan)
 
         def execute(step: Step, lane: int) -> Any:
-            return self._execute(step, values, lanes[lane], record)
+            if gpu is None:
+                args = [values[slot] for slot in step.input_slots]
+            elif step.on_gpu:
+                return gpu.launch(plan, step, values, record)
+            else:  # GPU values a CPU op reads come to the host first
+                args = [gpu.to_host(plan, s, values[s], record) for s in step.input_slots]
+            return self._execute(step, args, lanes[lane], record)
 
         run = Run(plan, values, execute)
+        if gpu is not None:
+            gpu.begin_run(plan)
         with single_threaded_blas():
             try:
                 self._inter.run(run.work)
+                if gpu is not None and run.failure is None:
+                    for slot in plan.fetch_slots:
+                        values[slot] = gpu.to_host(plan, slot, values[slot], record)
             except BaseException as interrupt:  # e.g. KeyboardInterrupt in the calling thread
                 run.abort(interrupt)
                 run.wait_idle()
                 raise
+            finally:
+                if gpu is not None:
+                    gpu.end_run(plan, record)
         return run
 
-    def _execute(self, step: Step, values: list[Any], lane: str, record: Recorder | None) -> Any:
+    def _gpu_for(self, plan: Plan) -> Any:
+        """The CUDA device part of this executor, created on the first plan with GPU steps."""
+        if not plan.uses_gpu:
+            return None
+        if self._gpu is None:
+            from .cuda import CudaDevice
+
+            self._gpu = CudaDevice(self.config.streams)
+        return self._gpu
+
+    def _execute(self, step: Step, args: list[Any], lane: str, record: Recorder | None) -> Any:
         """Run one op (all its shards) on this thread, with helpers from the intra-op pool."""
         op, definition, shards = step.op, step.definition, step.shards
         start = clock() if record else 0
-        args = [values[slot] for slot in step.input_slots]
         work = definition.prepare(op, args, len(shards), self.config)
         if len(shards) == 1:
             definition.compute(op, work, 0, *shards[0])

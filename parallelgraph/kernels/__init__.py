@@ -3,7 +3,8 @@
 Every kernel takes its inputs, its output buffer and a row range, so one op can be split into
 shards that run on several threads at once; `nogil=True` is what lets those threads run truly in
 parallel, and `cache=True` keeps a fresh process from recompiling. Submodules are imported on
-first use (`kernels.elementwise`, ...) so that `import parallelgraph` does not import Numba.
+first use (`kernels.elementwise`, ...) so that `import parallelgraph` does not import Numba, and
+only a GPU path imports `kernels.gpu` (and with it numba.cuda).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-_SUBMODULES = ("elementwise", "reduce", "random", "matmul")
+_SUBMODULES = ("elementwise", "reduce", "random", "matmul", "gpu")
 
 
 def __getattr__(name: str) -> ModuleType:

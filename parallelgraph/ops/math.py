@@ -65,6 +65,18 @@ def _is_bias(bias: Shape, full: Shape) -> bool:
     return len(bias) == 1 and len(full) >= 2 and bias[0] == full[-1]
 
 
+def _gpu_binary_operands(op: Any, inputs: list[Any], out: Any) -> tuple[Any, Any, Any]:
+    """(full 2-D, other operand, out 2-D) for the GPU add/multiply kernels: the other operand is
+    2-D of the same shape, a 1-D bias or a 1-element scalar (the ops commute, so a bias on the
+    left is swapped to the right)."""
+    rows, columns = row_view_shape(op.shape)
+    a, b = inputs
+    if a.size != rows * columns:
+        a, b = b, a
+    other = b.reshape(rows, columns) if b.size == rows * columns else b.reshape(b.size)
+    return a.reshape(rows, columns), other, out.reshape(rows, columns)
+
+
 @register
 class Add(ElementwiseBinary):
     type = "add"
@@ -72,6 +84,9 @@ class Add(ElementwiseBinary):
 
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         kernels.elementwise.add_rows(*work[:3], row_start, row_stop)
+
+    def launch_gpu(self, op: Any, inputs: list[Any], out: Any, stream: Any) -> None:
+        kernels.gpu.add(*_gpu_binary_operands(op, inputs, out), stream)
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
         return np.add(*args).astype(op.dtype)
@@ -84,6 +99,9 @@ class Multiply(ElementwiseBinary):
 
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         kernels.elementwise.multiply_rows(*work[:3], row_start, row_stop)
+
+    def launch_gpu(self, op: Any, inputs: list[Any], out: Any, stream: Any) -> None:
+        kernels.gpu.multiply(*_gpu_binary_operands(op, inputs, out), stream)
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
         return np.multiply(*args).astype(op.dtype)
@@ -107,6 +125,9 @@ class Relu(ElementwiseUnary):
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         kernels.elementwise.relu_rows(*work[:2], row_start, row_stop)
 
+    def launch_gpu(self, op: Any, inputs: list[Any], out: Any, stream: Any) -> None:
+        kernels.gpu.relu(inputs[0].reshape(inputs[0].size), out.reshape(out.size), stream)
+
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
         return np.maximum(args[0], 0).astype(op.dtype)
 
@@ -119,6 +140,9 @@ class Tanh(ElementwiseUnary):
 
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         kernels.elementwise.tanh_rows(*work[:2], row_start, row_stop)
+
+    def launch_gpu(self, op: Any, inputs: list[Any], out: Any, stream: Any) -> None:
+        kernels.gpu.tanh(inputs[0].reshape(inputs[0].size), out.reshape(out.size), stream)
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
         return np.tanh(args[0]).astype(op.dtype)
@@ -152,6 +176,18 @@ class AddN(OpDef):
         kernels.elementwise.add_rows(terms[0], terms[1], out, row_start, row_stop)
         for term in terms[2:]:
             kernels.elementwise.accumulate_rows(out, term, row_start, row_stop)
+
+    def launch_gpu(self, op: Any, inputs: list[Any], out: Any, stream: Any) -> None:
+        flat = [x.reshape(x.size) for x in inputs]
+        out_flat = out.reshape(out.size)
+        if len(flat) == 1:
+            out_flat.copy_to_device(flat[0], stream=stream)
+            return
+        rows, columns = row_view_shape(op.shape)
+        views = [x.reshape(rows, columns) for x in inputs[:2]]
+        kernels.gpu.add(views[0], views[1], out.reshape(rows, columns), stream)
+        for term in flat[2:]:
+            kernels.gpu.accumulate(out_flat, term, stream)
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
         total = args[0].copy()
@@ -203,6 +239,9 @@ class MatMul(OpDef):
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         kernel, a, b, out = work
         kernel(a, b, out, row_start, row_stop)
+
+    def launch_gpu(self, op: Any, inputs: list[Any], out: Any, stream: Any) -> None:
+        kernels.gpu.matmul(inputs[0], inputs[1], out, stream)
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
         return (args[0].astype(np.float64) @ args[1].astype(np.float64)).astype(op.dtype)
@@ -265,6 +304,17 @@ class ReduceSum(OpDef):
 
     def scale(self, total: np.ndarray, length: int) -> np.ndarray:
         return total
+
+    def launch_gpu(
+        self, op: Any, inputs: list[Any], out: Any, stream: Any, scratch: Any = None
+    ) -> None:
+        outer, length, inner = self.view(op)
+        x = inputs[0].reshape(outer, length, inner)
+        mean = self.type == "reduce_mean"
+        kernels.gpu.reduce_sum(x, out.reshape(outer, inner), stream, mean=mean, scratch=scratch)
+
+    def gpu_scratch_size(self, op: Any) -> int:
+        return kernels.gpu.reduce_scratch_size(*self.view(op))
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
         return np.sum(args[0].astype(np.float64), axis=op.attrs["axis"]).astype(op.dtype)

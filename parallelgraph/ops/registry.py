@@ -81,6 +81,18 @@ class OpDef:
         """Turn the filled work into the output value (combine partials in shard order)."""
         return work[-1]
 
+    def launch_gpu(self, op: Any, inputs: list[Any], out: Any, stream: Any) -> None:
+        """Launch the op's CUDA kernel(s) on `stream`: device arrays in, device `out` filled.
+
+        Asynchronous: it must not synchronize the host or allocate device memory. An op whose
+        `gpu_scratch_size` is not 0 also gets `scratch=`, a float64 device buffer of that size.
+        """
+        raise NotImplementedError(f"op type {self.type!r} has no GPU kernel")
+
+    def gpu_scratch_size(self, op: Any) -> int:
+        """Float64 elements of device scratch the GPU kernel wants (allocated once per plan)."""
+        return 0
+
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
         """The plain NumPy computation tests compare against."""
         raise NotImplementedError

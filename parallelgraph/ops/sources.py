@@ -98,6 +98,13 @@ class RandomNormal(OpDef):
         out2d, seed, constants, shift, _ = work
         kernels.random.normal_rows(out2d, seed, constants, shift, row_start, row_stop)
 
+    def launch_gpu(self, op: Any, inputs: list[Any], out: Any, stream: Any) -> None:
+        seed = default_seed(op) & 0xFFFFFFFFFFFFFFFF
+        attrs = op.attrs
+        kernels.gpu.random_normal(
+            out.reshape(out.size), seed, attrs["mean"], attrs["stddev"], stream
+        )
+
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
         count = num_elements(op.shape)
         bits = 24 if op.dtype == np.float32 else 32

@@ -1,0 +1,252 @@
+"""The cuda executor: GPU steps launched on CUDA streams, ordered by CUDA events, timed by events.
+
+The CPU scheduling loop stays in charge (`scheduler.Run`): for a GPU step, "running" it means
+*launching* it — the inter-op worker queues the op's kernel on the step's stream and returns at
+once with the output's device array, so consumers become ready while the GPU is still working.
+The device keeps the order:
+
+- a step on stream s first makes s wait on the end event of every producer on another stream
+  (`Step.waits`, from the plan's stream policy) — record on the producer's stream, wait on the
+  consumer's: the host never blocks between GPU ops;
+- inputs that live on the host (constants, variables, feeds, CPU ops' outputs) are copied to
+  device buffers on the consumer's stream; constants and variables only once per session
+  (they stay on the device), feeds and CPU outputs every run; each copy is a trace event;
+- a CPU step (or a fetch) that needs a GPU value waits for the producer's end event and copies
+  it to the host: the only places the host synchronizes, plus once at the end of the run.
+
+Every device buffer a plan needs (one per GPU step output, one per host value a GPU step reads)
+is allocated the first time the plan runs and reused afterwards: nothing is allocated between
+ops, which would serialize the device.
+
+Timing: on a real GPU each step records a start and an end event on its own stream; every
+stream first waits on one base event; after the run, `base.elapsed_time(event)` puts every op on
+the host's time base. The CUDA simulator has no timing events and runs kernels synchronously at
+launch, so there the host clock around the launch is the op's time. Launches from two threads
+at once fail in the simulator, so there every CUDA call holds one lock.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..plan import Plan, Step
+from .pools import Recorder
+
+clock = time.perf_counter_ns
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_available() -> bool:
+    """True if numba.cuda can run kernels here (a real GPU, or the simulator when enabled)."""
+    try:
+        from numba import cuda
+
+        return bool(cuda.is_available())
+    except Exception:  # noqa: BLE001 - a broken CUDA install means "no GPU"
+        return False
+
+
+def simulated() -> bool:
+    from numba import config
+
+    return bool(config.ENABLE_CUDASIM)
+
+
+@dataclass
+class PlanBuffers:
+    """Device memory and events of one plan, allocated on its first run."""
+
+    outputs: dict[int, Any]  # slot -> device array written by the GPU step
+    host_inputs: dict[int, Any]  # slot -> device buffer for a host value read on the GPU
+    producer: dict[int, Step]  # slot -> GPU step producing it
+    ops: dict[int, Any]  # slot -> the op whose value it holds
+    start_events: dict[int, Any]
+    end_events: dict[int, Any]
+    scratch: dict[int, Any]  # step index -> float64 scratch buffer, for kernels that want one
+
+
+@dataclass
+class RunState:
+    """Per-run bookkeeping: which host values were copied where, and the copy events."""
+
+    copied: dict[int, tuple[int, Any]] = field(default_factory=dict)  # slot -> (stream, event)
+    host_copies: dict[int, np.ndarray] = field(default_factory=dict)
+    launch_times: dict[int, tuple[int, int]] = field(default_factory=dict)
+    base_event: Any = None
+    base_ns: int = 0
+
+
+class CudaDevice:
+    """Streams, events and device buffers of one session on gpu:0.
+
+    Thread-safe: inter-op workers may launch from several threads (in the simulator every CUDA
+    call is serialized by a lock). Owns no threads.
+    """
+
+    def __init__(self, streams: int):
+        from numba import cuda
+
+        self.cuda = cuda
+        self.simulated = simulated()
+        self.streams = [cuda.stream() for _ in range(max(1, streams))]
+        # Guards the per-run copy bookkeeping everywhere, and every CUDA call in the simulator.
+        self._lock = threading.RLock()
+        self._plans: dict[int, PlanBuffers] = {}
+        self._resident: dict[int, tuple[Any, Any]] = {}  # source op id -> (host array, device)
+        self._run: RunState | None = None
+
+    # -- per plan and per run ---------------------------------------------------------------
+    def _event(self) -> Any:
+        return self.cuda.event() if self.simulated else self.cuda.event(timing=True)
+
+    def buffers(self, plan: Plan) -> PlanBuffers:
+        """The plan's device buffers and events (allocated once, on first use)."""
+        buffers = self._plans.get(id(plan))
+        if buffers is not None:
+            return buffers
+        cuda = self.cuda
+        gpu_steps = [step for step in plan.steps if step.on_gpu]
+        host_slots = {slot for step in gpu_steps for slot in step.input_slots} - {
+            step.slot for step in gpu_steps
+        }
+        ops_by_slot = {step.slot: step.op for step in plan.steps}
+        ops_by_slot.update({slot: op for slot, op in plan.sources})
+        with self._lock:
+            buffers = PlanBuffers(
+                outputs={s.slot: cuda.device_array(s.op.shape, s.op.dtype) for s in gpu_steps},
+                host_inputs={
+                    slot: cuda.device_array(ops_by_slot[slot].shape, ops_by_slot[slot].dtype)
+                    for slot in host_slots
+                },
+                producer={step.slot: step for step in gpu_steps},
+                ops=ops_by_slot,
+                start_events={step.index: self._event() for step in gpu_steps},
+                end_events={step.index: self._event() for step in gpu_steps},
+                scratch={
+                    step.index: cuda.device_array(size, np.float64)
+                    for step in gpu_steps
+                    if (size := step.definition.gpu_scratch_size(step.op))
+                },
+            )
+        self._plans[id(plan)] = buffers
+        return buffers
+
+    def begin_run(self, plan: Plan) -> None:
+        """Start a run: a base event that every stream waits on (the time origin)."""
+        self.buffers(plan)
+        run = RunState()
+        with self._lock:
+            if not self.simulated:
+                run.base_event = self.cuda.event(timing=True)
+                run.base_event.record(self.streams[0])
+                for stream in self.streams[1:]:
+                    run.base_event.wait(stream)
+            run.base_ns = clock()
+        self._run = run
+
+    def end_run(self, plan: Plan, record: Recorder | None) -> None:
+        """Wait for every stream once, then turn the step events into trace records."""
+        with self._lock:
+            for stream in self.streams:
+                stream.synchronize()
+        run, self._run = self._run, None
+        if record is None or run is None:
+            return
+        buffers = self.buffers(plan)
+        for step in plan.steps:
+            if not step.on_gpu or step.index not in run.launch_times:
+                continue
+            if self.simulated:
+                start, end = run.launch_times[step.index]
+            else:
+                start = run.base_ns + self._elapsed_ns(run, buffers.start_events[step.index])
+                end = run.base_ns + self._elapsed_ns(run, buffers.end_events[step.index])
+            record(("op", step.index, f"stream/{step.stream}", start, end, -1))
+
+    @staticmethod
+    def _elapsed_ns(run: RunState, event: Any) -> int:
+        return int(run.base_event.elapsed_time(event) * 1e6)
+
+    # -- launching ------------------------------------------------------------------------------
+    def launch(self, plan: Plan, step: Step, values: list[Any], record: Recorder | None) -> Any:
+        """Queue `step` on its stream after its cross-stream producers; return its device output."""
+        buffers, run = self.buffers(plan), self._run
+        assert run is not None, "launch outside begin_run/end_run"
+        stream = self.streams[step.stream]
+        out = buffers.outputs[step.slot]
+        with self._lock:
+            for producer in step.waits:
+                buffers.end_events[producer].wait(stream)
+            inputs = [
+                self._on_device(plan, slot, values[slot], step.stream, record)
+                for slot in step.input_slots
+            ]
+            start = clock()
+            buffers.start_events[step.index].record(stream)
+            scratch = buffers.scratch.get(step.index)
+            if scratch is None:
+                step.definition.launch_gpu(step.op, inputs, out, stream)
+            else:
+                step.definition.launch_gpu(step.op, inputs, out, stream, scratch=scratch)
+            buffers.end_events[step.index].record(stream)
+            run.launch_times[step.index] = (start, clock())
+        return out
+
+    def _on_device(
+        self, plan: Plan, slot: int, value: Any, stream_index: int, record: Recorder | None
+    ) -> Any:
+        """`value` as a device array usable on the given stream (copying host values once)."""
+        if not isinstance(value, np.ndarray):
+            return value  # produced on the GPU; ordering is handled by events
+        buffers, run = self.buffers(plan), self._run
+        stream = self.streams[stream_index]
+        copied = run.copied.get(slot)
+        if copied is not None:
+            copy_stream, event = copied
+            if copy_stream != stream_index:
+                event.wait(stream)
+            return buffers.host_inputs[slot]
+        op = buffers.ops[slot]
+        resident = self._resident.get(op.id)
+        if resident is not None and resident[0] is value:
+            return resident[1]  # a constant or variable already on the device
+        device = buffers.host_inputs[slot]
+        start = clock()
+        device.copy_to_device(value, stream=stream)
+        event = self.cuda.event()
+        event.record(stream)
+        run.copied[slot] = (stream_index, event)
+        if op.type in ("constant", "variable"):
+            self._resident[op.id] = (value, device)
+        if record:
+            record(("copy", op.name, "copy/h2d", start, clock(), value.nbytes))
+        return device
+
+    def to_host(self, plan: Plan, slot: int, value: Any, record: Recorder | None) -> np.ndarray:
+        """A host copy of the GPU value in `slot` (waits for its producer only)."""
+        if isinstance(value, np.ndarray):
+            return value
+        run = self._run
+        if run is not None and slot in run.host_copies:
+            return run.host_copies[slot]
+        buffers = self.buffers(plan)
+        producer = buffers.producer[slot]
+        stream = self.streams[producer.stream]
+        host = np.empty(value.shape, dtype=value.dtype)
+        start = clock()
+        buffers.end_events[producer.index].synchronize()  # outside the lock: others may launch
+        with self._lock:
+            value.copy_to_host(host, stream=stream)  # pageable memory: returns when copied
+            stream.synchronize()
+        end = clock()
+        if run is not None:
+            run.host_copies[slot] = host
+        if record:
+            record(("copy", producer.op.name, "copy/d2h", start, end, host.nbytes))
+        return host

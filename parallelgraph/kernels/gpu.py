@@ -1,0 +1,521 @@
+"""numba.cuda kernels for every op, with host-side launchers that only enqueue work.
+
+Imported only when a GPU path is used (it imports `numba.cuda`; under
+``NUMBA_ENABLE_CUDASIM=1`` the same code runs in Numba's CUDA simulator).
+
+Launcher contract
+-----------------
+Every public function here is a *launcher*: it takes **device arrays** (numba ``DeviceNDArray``;
+a host NumPy array raises `TypeError`, since numba would copy it in and back synchronously) and a
+``stream``, checks shapes and dtypes on the host (cheap attribute reads), and enqueues one or two
+kernels on that stream. A launcher never synchronizes the host, never allocates device memory and
+never copies: the caller allocates every buffer once (and, for a large reduction, an optional
+float64 scratch buffer of `reduce_scratch_size` elements). Empty outputs launch nothing (a grid
+of zero blocks is an error in CUDA). Launch order on one stream is execution order, so the
+caller folds ``add_n`` as ``add(x0, x1, out)`` then ``accumulate(out, x2)``, ... like the CPU.
+
+Numerics
+--------
+The kernels follow the CPU ops in `parallelgraph.ops`: float32 and float64, arithmetic in the
+array dtype (constants are cast to it on the host or with ``out.dtype.type`` in the kernel, so
+float32 kernels do no float64 arithmetic: checked in their PTX, where only libdevice's sinf/cosf
+keep a float64 path for huge arguments), except `reduce_sum`, which accumulates in float64 like
+the CPU. Nothing uses atomics, so every result depends only on the shapes (and, for
+`reduce_sum`, on whether scratch is passed): the same inputs give the same bits on every run.
+Results are *not* bitwise equal to the CPU kernels: NVVM contracts ``a * b + c`` into fused
+multiply-adds, CUDA's libm differs from the host's in the last ulp, and matmul sums k in plain
+order (the CPU kernel sums 256-long k blocks). Tests compare with tolerances.
+
+Kernels
+-------
+* `matmul` -- the classic shared-memory tiled GEMM: a TILE x TILE block computes a TILE x TILE
+  tile of ``out``, one element per thread; for each k step it stages a TILE x TILE tile of ``a``
+  and of ``b`` in shared memory (loads outside the matrices store zero, so edge tiles need no
+  special inner loop and add only exact zeros), then accumulates along k in order.
+* `add`, `multiply` -- one thread per output element of the 2-D ``out``; ``b`` is the same shape,
+  a bias over the last axis, or a 1-element scalar (read as ``b[col * step]`` with step 1 or 0).
+* `relu`, `tanh`, `accumulate` -- one thread per element of 1-D arrays.
+* `reduce_sum` -- ``x`` seen as (outer, length, inner). With many outputs (or a short axis, or
+  no scratch) one thread per output sums ``l`` in order in float64. With few outputs and a long
+  axis, two passes through the scratch buffer: pass 1 gives each of ``chunks`` threads per
+  output an interleaved slice (l = c, c + chunks, ...: adjacent threads read adjacent memory),
+  pass 2 adds the ``chunks`` partials in order. ``chunks`` is a function of the shape only.
+* `random_normal` -- one thread per group of four elements: Philox4x32-10 on the counter
+  ``j // 4`` with the 64-bit seed as key, in uint64 arithmetic exactly as
+  `parallelgraph.kernels.random` (no Python ints mixed in: they would promote to float64), then
+  Box-Muller in the output's precision.
+
+Block sizes are chosen for real GPUs (256 threads for 1-D kernels, 16 x 16 for matmul); grids
+are sized from the shapes, one output per thread (no grid-stride loops). Kernels are compiled
+with ``cache=True`` (ignored by the simulator).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, TypeAlias
+
+import numpy as np
+from numba import cuda
+
+__all__ = [
+    "ELEMENTWISE_THREADS",
+    "TILE",
+    "accumulate",
+    "add",
+    "launch_config",
+    "matmul",
+    "multiply",
+    "random_normal",
+    "reduce_chunks",
+    "reduce_scratch_size",
+    "reduce_sum",
+    "relu",
+    "tanh",
+]
+
+DeviceArray: TypeAlias = Any
+"""A numba device array (`DeviceNDArray`, or the simulator's stand-in)."""
+Stream: TypeAlias = Any
+"""A numba stream (`cuda.stream()`), or anything numba accepts as a launch stream."""
+
+TILE = 16
+"""Matmul tile edge: blocks of TILE x TILE threads, two TILE x TILE shared-memory tiles."""
+ELEMENTWISE_THREADS = 256
+"""Threads per block of every 1-D kernel."""
+_MAX_GRID_Y = 65535
+
+#: `reduce_sum` splits the reduced axis only while the outputs alone give fewer threads than
+#: this, only into slices of at least REDUCE_MIN_SLICE elements, and into at most
+#: REDUCE_MAX_CHUNKS slices (pass 2 adds that many partials per output, one thread each).
+REDUCE_TARGET_THREADS = 32768
+REDUCE_MIN_SLICE = 64
+REDUCE_MAX_CHUNKS = 1024
+
+_FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_MASK64 = 0xFFFFFFFFFFFFFFFF
+
+# Philox4x32-10 constants, as uint64 so that every operation stays in uint64.
+_MASK32 = np.uint64(0xFFFFFFFF)
+_MULTIPLIER_0 = np.uint64(0xD2511F53)
+_MULTIPLIER_1 = np.uint64(0xCD9E8D57)
+_WEYL_0 = np.uint64(0x9E3779B9)
+_WEYL_1 = np.uint64(0xBB67AE85)
+_SHIFT = np.uint64(32)
+_ZERO64 = np.uint64(0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Host-side helpers
+
+
+def launch_config(n: int, threads: int = ELEMENTWISE_THREADS) -> tuple[int, int]:
+    """(blocks, threads per block) for a 1-D kernel with one thread per item of `n`."""
+    return (n + threads - 1) // threads, threads
+
+
+def _check_device(*arrays: DeviceArray) -> None:
+    for array in arrays:
+        if isinstance(array, np.ndarray):
+            raise TypeError(
+                "GPU launchers take device arrays (cuda.to_device / cuda.device_array), not "
+                "host NumPy arrays: numba would copy them in and back synchronously"
+            )
+
+
+def _check_dtype(*arrays: DeviceArray) -> np.dtype:
+    dtype = np.dtype(arrays[0].dtype)
+    if dtype not in _FLOAT_DTYPES or any(np.dtype(a.dtype) != dtype for a in arrays[1:]):
+        names = ", ".join(str(a.dtype) for a in arrays)
+        raise ValueError(f"GPU kernels need one dtype, float32 or float64; got {names}")
+    return dtype
+
+
+def _check_shape(name: str, array: DeviceArray, shape: tuple[int, ...]) -> None:
+    if tuple(array.shape) != tuple(shape):
+        raise ValueError(f"{name} has shape {tuple(array.shape)}, expected {tuple(shape)}")
+
+
+def _check_1d(*arrays: DeviceArray) -> None:
+    shape = tuple(arrays[0].shape)
+    if len(shape) != 1 or any(tuple(a.shape) != shape for a in arrays[1:]):
+        raise ValueError(
+            f"expected 1-D arrays of one shape, got {[tuple(a.shape) for a in arrays]}"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# matmul
+
+
+@cuda.jit(cache=True)
+def _matmul_kernel(a, b, out):
+    tile_a = cuda.shared.array((TILE, TILE), dtype=out.dtype)
+    tile_b = cuda.shared.array((TILE, TILE), dtype=out.dtype)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    row = cuda.blockIdx.y * TILE + ty
+    col = cuda.blockIdx.x * TILE + tx
+    m = a.shape[0]
+    k = a.shape[1]
+    n = b.shape[1]
+    zero = out.dtype.type(0)
+    acc = zero
+    for k0 in range(0, k, TILE):
+        # Zeros outside the matrices: the padded products are 0 * 0, exact no-ops.
+        ka = k0 + tx
+        tile_a[ty, tx] = a[row, ka] if row < m and ka < k else zero
+        kb = k0 + ty
+        tile_b[ty, tx] = b[kb, col] if kb < k and col < n else zero
+        cuda.syncthreads()
+        for kk in range(TILE):
+            acc += tile_a[ty, kk] * tile_b[kk, tx]
+        cuda.syncthreads()
+    if row < m and col < n:
+        out[row, col] = acc
+
+
+def matmul(a: DeviceArray, b: DeviceArray, out: DeviceArray, stream: Stream) -> None:
+    """out[m, n] = a[m, k] @ b[k, n] (k may be 0: zeros), accumulated in the dtype."""
+    _check_device(a, b, out)
+    _check_dtype(a, b, out)
+    if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"matmul needs [m, k] @ [k, n], got {a.shape} @ {b.shape}")
+    m, n = a.shape[0], b.shape[1]
+    _check_shape("matmul out", out, (m, n))
+    if m == 0 or n == 0:
+        return
+    grid = ((n + TILE - 1) // TILE, (m + TILE - 1) // TILE)
+    if grid[1] > _MAX_GRID_Y:
+        raise ValueError(f"matmul: {m} rows exceed the grid limit ({_MAX_GRID_Y * TILE})")
+    _matmul_kernel[grid, (TILE, TILE), stream](a, b, out)
+
+
+# ---------------------------------------------------------------------------------------------
+# add, multiply
+
+
+@cuda.jit(cache=True)
+def _binary_same_kernel(a, b, out, multiply):
+    j = cuda.grid(1)
+    if j < out.size:
+        row = j // out.shape[1]
+        col = j - row * out.shape[1]
+        if multiply:
+            out[row, col] = a[row, col] * b[row, col]
+        else:
+            out[row, col] = a[row, col] + b[row, col]
+
+
+@cuda.jit(cache=True)
+def _binary_vector_kernel(a, b, out, multiply, b_step):
+    """b is 1-D: a bias over the columns (b_step 1) or a single scalar (b_step 0)."""
+    j = cuda.grid(1)
+    if j < out.size:
+        row = j // out.shape[1]
+        col = j - row * out.shape[1]
+        value = b[col * b_step]
+        if multiply:
+            out[row, col] = a[row, col] * value
+        else:
+            out[row, col] = a[row, col] + value
+
+
+def _binary(
+    a: DeviceArray, b: DeviceArray, out: DeviceArray, stream: Stream, multiply: bool
+) -> None:
+    _check_device(a, b, out)
+    _check_dtype(a, b, out)
+    if len(a.shape) != 2:
+        raise ValueError(f"add/multiply need a 2-D (rows, cols) operand a, got {a.shape}")
+    _check_shape("out", out, a.shape)
+    rows, cols = a.shape
+    blocks, threads = launch_config(rows * cols)
+    if tuple(b.shape) == tuple(a.shape):
+        if blocks:
+            _binary_same_kernel[blocks, threads, stream](a, b, out, multiply)
+        return
+    if len(b.shape) != 1 or b.shape[0] not in (1, cols):
+        raise ValueError(f"b must be {a.shape}, ({cols},) or (1,), got {b.shape}")
+    if blocks:
+        step = 1 if b.shape[0] == cols else 0
+        _binary_vector_kernel[blocks, threads, stream](a, b, out, multiply, step)
+
+
+def add(a: DeviceArray, b: DeviceArray, out: DeviceArray, stream: Stream) -> None:
+    """out = a + b; a, out 2-D (rows, cols); b the same shape, a bias (cols,) or a scalar (1,)."""
+    _binary(a, b, out, stream, False)
+
+
+def multiply(a: DeviceArray, b: DeviceArray, out: DeviceArray, stream: Stream) -> None:
+    """out = a * b, broadcasting `b` like `add`."""
+    _binary(a, b, out, stream, True)
+
+
+# ---------------------------------------------------------------------------------------------
+# relu, tanh, accumulate
+
+
+@cuda.jit(cache=True)
+def _relu_kernel(x, out):
+    j = cuda.grid(1)
+    if j < out.size:
+        value = x[j]
+        if value <= 0:  # NaN compares false and stays NaN, like np.maximum(x, 0)
+            out[j] = 0
+        else:
+            out[j] = value
+
+
+@cuda.jit(cache=True)
+def _tanh_kernel(x, out):
+    j = cuda.grid(1)
+    if j < out.size:
+        out[j] = math.tanh(x[j])
+
+
+@cuda.jit(cache=True)
+def _accumulate_kernel(out, x):
+    j = cuda.grid(1)
+    if j < out.size:
+        out[j] += x[j]
+
+
+def _unary(kernel: Any, first: DeviceArray, second: DeviceArray, stream: Stream) -> None:
+    _check_device(first, second)
+    _check_dtype(first, second)
+    _check_1d(first, second)
+    blocks, threads = launch_config(first.shape[0])
+    if blocks:
+        kernel[blocks, threads, stream](first, second)
+
+
+def relu(x: DeviceArray, out: DeviceArray, stream: Stream) -> None:
+    """out = max(x, 0) on 1-D arrays; NaN stays NaN."""
+    _unary(_relu_kernel, x, out, stream)
+
+
+def tanh(x: DeviceArray, out: DeviceArray, stream: Stream) -> None:
+    """out = tanh(x) on 1-D arrays."""
+    _unary(_tanh_kernel, x, out, stream)
+
+
+def accumulate(out: DeviceArray, x: DeviceArray, stream: Stream) -> None:
+    """out += x on 1-D arrays (add_n's fold step)."""
+    _unary(_accumulate_kernel, out, x, stream)
+
+
+# ---------------------------------------------------------------------------------------------
+# reduce_sum
+
+
+@cuda.jit(device=True)
+def _finish_sum(total, length, mean):
+    """The float64 sum, or the mean (NaN for an empty axis, like the CPU op)."""
+    if mean:
+        if length == 0:
+            return math.nan
+        return total / length
+    return total
+
+
+@cuda.jit(cache=True)
+def _reduce_direct_kernel(x, out, mean):
+    """One thread per out[o, i]: sum of x[o, :, i] in order, in float64."""
+    j = cuda.grid(1)
+    inner = x.shape[2]
+    if j < out.size:
+        o = j // inner
+        i = j - o * inner
+        length = x.shape[1]
+        total = 0.0
+        for position in range(length):
+            total += x[o, position, i]
+        out[o, i] = _finish_sum(total, length, mean)
+
+
+@cuda.jit(cache=True)
+def _reduce_partials_kernel(x, partials, chunks):
+    """Thread (o, c, i) sums x[o, c::chunks, i] in order into partials[(o*chunks + c)*inner + i]."""
+    j = cuda.grid(1)
+    inner = x.shape[2]
+    if j < x.shape[0] * chunks * inner:
+        rest = j // inner
+        i = j - rest * inner
+        o = rest // chunks
+        c = rest - o * chunks
+        total = 0.0
+        for position in range(c, x.shape[1], chunks):
+            total += x[o, position, i]
+        partials[j] = total
+
+
+@cuda.jit(cache=True)
+def _reduce_combine_kernel(partials, out, chunks, length, mean):
+    """One thread per out[o, i]: the `chunks` partials added in chunk order."""
+    j = cuda.grid(1)
+    inner = out.shape[1]
+    if j < out.size:
+        o = j // inner
+        i = j - o * inner
+        base = o * chunks * inner + i
+        total = 0.0
+        for c in range(chunks):
+            total += partials[base + c * inner]
+        out[o, i] = _finish_sum(total, length, mean)
+
+
+def reduce_chunks(outer: int, length: int, inner: int) -> int:
+    """How many interleaved slices `reduce_sum` splits the reduced axis into (with scratch).
+
+    1 (a single pass, no scratch used) when the outputs alone give enough threads or the axis is
+    short; otherwise enough slices to reach about REDUCE_TARGET_THREADS threads, each of at
+    least REDUCE_MIN_SLICE elements, at most REDUCE_MAX_CHUNKS. A function of the shape only.
+    """
+    outputs = outer * inner
+    if outputs == 0 or outputs >= REDUCE_TARGET_THREADS or length < 2 * REDUCE_MIN_SLICE:
+        return 1
+    wanted = -(-REDUCE_TARGET_THREADS // outputs)
+    return max(1, min(wanted, length // REDUCE_MIN_SLICE, REDUCE_MAX_CHUNKS))
+
+
+def reduce_scratch_size(outer: int, length: int, inner: int) -> int:
+    """Float64 elements of scratch `reduce_sum` uses for this (outer, length, inner); 0: none."""
+    chunks = reduce_chunks(outer, length, inner)
+    return 0 if chunks == 1 else outer * chunks * inner
+
+
+def reduce_sum(
+    x: DeviceArray,
+    out: DeviceArray,
+    stream: Stream,
+    mean: bool = False,
+    scratch: DeviceArray | None = None,
+) -> None:
+    """out[o, i] = sum over l of x[o, l, i], accumulated in float64, then cast to out's dtype.
+
+    x: 3-D (outer, length, inner); out: 2-D (outer, inner), the same dtype. `mean` divides by
+    length (length 0: NaN; the sum of an empty axis is 0). `scratch`, optional: a 1-D float64
+    device array of at least `reduce_scratch_size(outer, length, inner)` elements; with it, few
+    outputs over a long axis are computed in two passes with many more threads. Deterministic:
+    the result depends only on the shapes and on whether scratch is given.
+    """
+    _check_device(x, out)
+    _check_dtype(x, out)
+    if len(x.shape) != 3:
+        raise ValueError(f"reduce_sum needs x as (outer, length, inner), got {x.shape}")
+    outer, length, inner = x.shape
+    _check_shape("reduce_sum out", out, (outer, inner))
+    outputs = outer * inner
+    if outputs == 0:
+        return
+    chunks = reduce_chunks(outer, length, inner) if scratch is not None else 1
+    if chunks == 1:
+        blocks, threads = launch_config(outputs)
+        _reduce_direct_kernel[blocks, threads, stream](x, out, mean)
+        return
+    _check_device(scratch)
+    needed = outer * chunks * inner
+    if len(scratch.shape) != 1 or scratch.shape[0] < needed or scratch.dtype != np.float64:
+        raise ValueError(
+            f"reduce_sum scratch must be 1-D float64 with >= {needed} elements, "
+            f"got {scratch.shape} {scratch.dtype}"
+        )
+    blocks, threads = launch_config(needed)
+    _reduce_partials_kernel[blocks, threads, stream](x, scratch, chunks)
+    blocks, threads = launch_config(outputs)
+    _reduce_combine_kernel[blocks, threads, stream](scratch, out, chunks, length, mean)
+
+
+# ---------------------------------------------------------------------------------------------
+# random_normal
+
+
+@cuda.jit(device=True)
+def _philox4x32(counter, key):
+    """Ten Philox rounds on the uint64 `counter` with the uint64 `key`: four words (as uint64).
+
+    The same uint64 arithmetic as `parallelgraph.kernels.random.philox4x32`: 32 x 32-bit
+    products in 64 bits, explicit masks, the Weyl key schedule.
+    """
+    c0 = counter & _MASK32
+    c1 = counter >> _SHIFT
+    c2 = _ZERO64
+    c3 = _ZERO64
+    k0 = key & _MASK32
+    k1 = key >> _SHIFT
+    for _ in range(10):
+        product0 = _MULTIPLIER_0 * c0
+        product1 = _MULTIPLIER_1 * c2
+        hi0 = product0 >> _SHIFT
+        lo0 = product0 & _MASK32
+        hi1 = product1 >> _SHIFT
+        lo1 = product1 & _MASK32
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+        k0 = (k0 + _WEYL_0) & _MASK32
+        k1 = (k1 + _WEYL_1) & _MASK32
+    return c0, c1, c2, c3
+
+
+@cuda.jit(device=True)
+def _box_muller(u1, u2, minus_two, two_pi):
+    """Two standard normals from two uniforms in (0, 1), in the uniforms' precision."""
+    radius = math.sqrt(minus_two * math.log(u1))
+    angle = two_pi * u2
+    return radius * math.cos(angle), radius * math.sin(angle)
+
+
+@cuda.jit(cache=True)
+def _normal_kernel(out, key, shift, scale, mean, stddev):
+    """Thread g fills out[4g : 4g + 4] from Philox(counter g, key)."""
+    group = cuda.grid(1)
+    size = out.size
+    base = group * 4
+    if base >= size:
+        return
+    w0, w1, w2, w3 = _philox4x32(np.uint64(group), key)
+    # Words -> the output dtype first (exact: they have at most 24 / 32 bits), then all the
+    # arithmetic in that dtype, as the CPU kernel does.
+    half = out.dtype.type(0.5)
+    minus_two = out.dtype.type(-2.0)
+    two_pi = out.dtype.type(2.0 * math.pi)
+    u0 = (out.dtype.type(w0 >> shift) + half) * scale
+    u1 = (out.dtype.type(w1 >> shift) + half) * scale
+    u2 = (out.dtype.type(w2 >> shift) + half) * scale
+    u3 = (out.dtype.type(w3 >> shift) + half) * scale
+    z0, z1 = _box_muller(u0, u1, minus_two, two_pi)
+    z2, z3 = _box_muller(u2, u3, minus_two, two_pi)
+    out[base] = mean + stddev * z0
+    if base + 1 < size:
+        out[base + 1] = mean + stddev * z1
+    if base + 2 < size:
+        out[base + 2] = mean + stddev * z2
+    if base + 3 < size:
+        out[base + 3] = mean + stddev * z3
+
+
+def random_normal(out: DeviceArray, seed: int, mean: float, stddev: float, stream: Stream) -> None:
+    """Fill the 1-D `out` with mean + stddev * N(0, 1) from Philox4x32-10 keyed by `seed`.
+
+    Element j is the number `parallelgraph.kernels.random.normal_rows` computes for flat index
+    j (up to libm and FMA rounding): counter j // 4, 64-bit key `seed` (taken modulo 2**64),
+    uniforms from the top 24 (float32) or 32 (float64) bits of each word.
+    """
+    _check_device(out)
+    dtype = _check_dtype(out)
+    if len(out.shape) != 1:
+        raise ValueError(f"random_normal needs a 1-D (flattened) out, got {out.shape}")
+    count = out.shape[0]
+    if count == 0:
+        return
+    bits = 24 if dtype == np.float32 else 32
+    cast = dtype.type
+    blocks, threads = launch_config((count + 3) // 4)
+    _normal_kernel[blocks, threads, stream](
+        out,
+        np.uint64(int(seed) & _MASK64),
+        np.uint64(32 - bits),
+        cast(2.0**-bits),
+        cast(mean),
+        cast(stddev),
+    )
