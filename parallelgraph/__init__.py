@@ -34,6 +34,18 @@ from .trace import Trace, TraceEvent
 
 __version__ = "0.1.0"
 
+_LAZY_SUBMODULES = ("plot", "presets", "analysis", "measure")
+
+
+def __getattr__(name: str) -> object:
+    """`pg.plot.gantt(...)`, `pg.presets.two_networks(...)`: imported on first use."""
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "Config",
     "Graph",

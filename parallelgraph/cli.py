@@ -179,7 +179,45 @@ def command_demo(args: argparse.Namespace) -> int:
         f"\nWith 2 inter-op threads net1 and net2 {verdict} (overlap {overlap:.2f}); "
         f"with 1 they cannot overlap (overlap {results[0].median_overlap('net1', 'net2'):.2f})."
     )
+    print("\nWhy, in the words of trace.explain() for inter-op 1:")
+    print(results[0].median_trace().explain())
+    if real_gpu_available():
+        demo_gpu_streams(out, args.repeats)
     return 0
+
+
+def real_gpu_available() -> bool:
+    """A real CUDA GPU (not the simulator); importing numba.cuda only to find out."""
+    from .executors.cuda import gpu_available, simulated
+
+    return gpu_available() and not simulated()
+
+
+def demo_gpu_streams(out: Path, repeats: int) -> None:
+    """The seed's GPU question: the narrow two-network graph on 1 and 2 CUDA streams."""
+    from .plot import compare
+
+    preset = build_preset("two-networks", "narrow", device_name="gpu:0")
+    sessions = {
+        streams: Session(preset.graph, Config(streams=streams, stream_policy="branches"))
+        for streams in (1, 2)
+    }
+    try:
+        measured = measure_interleaved(sessions, preset.fetch, max(1, repeats), warmup=2)
+    finally:
+        for session in sessions.values():
+            session.close()
+    print(f"\nGPU: {preset.description}")
+    base = measured[1].median_ms
+    for streams, result in measured.items():
+        print(
+            f"  {streams} stream(s): median {result.median_ms:.3f} ms, speed-up "
+            f"{base / result.median_ms:.2f}, net1/net2 overlap "
+            f"{result.median_overlap('net1', 'net2'):.2f}"
+        )
+    traces = [measured[1].median_trace(), measured[2].median_trace()]
+    compare(traces, labels=["1 stream", "2 streams"]).savefig(out / "gpu_timeline.png", dpi=110)
+    print(f"wrote {out / 'gpu_timeline.png'}")
 
 
 def command_plot(args: argparse.Namespace) -> int:

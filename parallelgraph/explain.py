@@ -8,8 +8,8 @@ checked in this order:
    setting can overlap them;
 2. **soft placement**: the ops were placed on a GPU, more than one stream was asked for, but no
    GPU was usable, so they ran on the CPU;
-3. **one inter-op thread** (or one stream): the config allowed only one op at a time, or every op
-   ran on one lane;
+3. **one stream** (GPU ops) or **one inter-op thread** (CPU ops): the config allowed only one op
+   at a time, or every op ran on one lane;
 4. **every worker busy**: while one scope ran without the other, every worker lane was running
    some op — there was no free worker to start the other;
 5. **ops too short**: the ops are so short (median below `SHORT_OP_NS`) that handing them to
@@ -43,7 +43,14 @@ ALL_BUSY = 0.8
 #: At most this many scope pairs are listed.
 MAX_PAIRS = 12
 
-CAUSES = ("dependency", "soft placement", "one worker", "all workers busy", "ops too short")
+CAUSES = (
+    "dependency",
+    "soft placement",
+    "one stream",
+    "one worker",
+    "all workers busy",
+    "ops too short",
+)
 
 
 @dataclass(frozen=True)
@@ -198,14 +205,35 @@ def _soft_placement(trace: Trace, a: str, b: str, config: dict) -> tuple[str, st
 
 
 def _one_worker(trace: Trace, a: str, b: str, config: dict) -> tuple[str, str] | None:
-    lanes = {e.lane for e in _ops_of(trace, a, b)}
-    if config.get("inter_op_threads") == 1 or (not config and len(lanes) == 1):
+    ops = _ops_of(trace, a, b)
+    lanes = {e.lane for e in ops}
+    if ops and all(e.lane.startswith("stream/") for e in ops):  # GPU ops: streams decide
+        single = config.get("streams", 1) == 1 or config.get("stream_policy") == "single"
+        if len(lanes) == 1 and single:
+            return "one stream", (
+                f"Cause: one CUDA stream — every kernel of both went to {lanes.pop()} "
+                f"(streams={config.get('streams', 1)}, "
+                f"stream_policy={config.get('stream_policy', '?')!r}), and a stream runs its "
+                "kernels one after another: TensorFlow 1.x's single compute stream."
+            )
+        return None
+    if config.get("inter_op_threads") == 1:
         return "one worker", (
             "Cause: one inter-op thread — the config lets only one op run at a time "
             "(inter_op_threads=1), so independent ops queue up."
-            if config.get("inter_op_threads") == 1
-            else f"Cause: every op of both ran on one lane ({lanes.pop()}): one worker or stream."
         )
+    if not config:  # an imported trace: judge by where the time went
+        time_on: dict[str, int] = {}
+        for event in ops:
+            time_on[event.lane] = time_on.get(event.lane, 0) + event.duration
+        lane = max(time_on, key=time_on.__getitem__, default=None)
+        total = sum(time_on.values())
+        if lane is not None and total and time_on[lane] >= 0.9 * total:
+            kind = "stream" if "stream" in lane else "worker thread"
+            return ("one stream" if kind == "stream" else "one worker"), (
+                f"Cause: one {kind} — {time_on[lane] / total:.0%} of both scopes' op time was "
+                f"on one lane ({lane}), which ran them one after another."
+            )
     return None
 
 
@@ -270,6 +298,11 @@ def _suggestion(
 ) -> str:
     causes = {pair.cause for pair in pairs if not pair.overlapped}
     inter = config.get("inter_op_threads")
+    if "one stream" in causes:
+        return (
+            "Config(streams=2, stream_policy='branches'): independent chains then get their own "
+            "CUDA streams and can run side by side on the GPU."
+        )
     if "one worker" in causes:
         return (
             "raise inter_op_threads to 2 or more: independent scopes could then run side by side."

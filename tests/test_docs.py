@@ -48,3 +48,9 @@ def test_import_is_light():
     code = "import sys, parallelgraph; print('numba' in sys.modules, 'matplotlib' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.split() == ["False", "False"]
+
+
+def test_lazy_submodules_are_reachable_from_the_package():
+    assert pg.plot.gantt and pg.plot.compare and pg.presets.two_networks and pg.analysis
+    with pytest.raises(AttributeError):
+        pg.not_a_module  # noqa: B018

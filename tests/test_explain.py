@@ -146,3 +146,25 @@ def test_single_scope_and_many_pairs(scopes):
         assert "Only one top-level scope ran" in str(report)
     else:
         assert len(report.pairs) == 12 and report.omitted_pairs == 36 - 12
+
+
+def test_cause_one_cuda_stream():
+    metadata = {"config": {"inter_op_threads": 2, "streams": 1, "stream_policy": "branches"}}
+    events = (
+        TraceEvent("net1/a", "matmul", "net1", "gpu:0", "op", "stream/0", 0, 10 * MS),
+        TraceEvent("net2/a", "matmul", "net2", "gpu:0", "op", "stream/0", 10 * MS, 20 * MS),
+    )
+    report = explain(Trace(events, metadata))
+    assert report.pairs[0].cause == "one stream"
+    assert "TensorFlow 1.x's single compute stream" in str(report)
+    assert "streams=2" in report.suggestion
+
+
+def test_imported_tensorflow_timeline_is_explained():
+    from pathlib import Path
+
+    trace = pg.Trace.load(Path(__file__).parent / "fixtures/traces/tf_timeline_seed.json")
+    report = trace.explain()
+    assert report.pairs[0].scope_a == "net1" and not report.pairs[0].overlapped
+    assert report.pairs[0].cause == "one stream"
+    assert "gpu:0/stream:14" in str(report)
