@@ -54,7 +54,8 @@ def make_parser() -> argparse.ArgumentParser:
     run.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     run.add_argument("--inter", type=_non_negative, default=0, help="inter-op threads (0 = cores)")
     run.add_argument("--intra", type=_non_negative, default=0, help="intra-op threads (0 = cores)")
-    run.add_argument("--executor", default="threads", choices=["sequential", "threads"])
+    run.add_argument("--executor", default="threads", choices=["sequential", "threads", "dask"])
+    run.add_argument("--address", help="executor dask: scheduler address (default: a LocalCluster)")
     run.add_argument("--device", default="cpu", choices=["cpu", "gpu"], help="place the graph")
     run.add_argument("--streams", type=_at_least_one, default=1, help="CUDA streams")
     run.add_argument("--stream-policy", default="branches", choices=list(STREAM_POLICIES))
@@ -115,6 +116,7 @@ def command_run(args: argparse.Namespace) -> int:
         matmul_kernel=args.matmul_kernel,
         streams=args.streams,
         stream_policy=args.stream_policy,
+        dask_address=args.address,
     )
     measurement = run_preset(preset, config, args.repeats, args.warmup)
     report = summarize(preset, config, measurement)

@@ -14,10 +14,10 @@ The two pools, in one sentence each:
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
-EXECUTORS = ("sequential", "threads")
+EXECUTORS = ("sequential", "threads", "dask")
 STREAM_POLICIES = ("single", "branches", "round_robin")
 MATMUL_KERNELS = ("blas", "numba")
 
@@ -53,6 +53,10 @@ class Config:
     stream_policy: str = "branches"
     soft_placement: bool = True
     matmul_kernel: str = "blas"
+    #: executor="dask": a scheduler address ("tcp://host:8786"), or an existing
+    #: `distributed.Client`; with neither, the session starts and owns a LocalCluster.
+    dask_address: str | None = None
+    dask_client: Any = None
 
     def __init__(self, **settings: Any):
         names = {f.name for f in fields(self)}
@@ -83,6 +87,8 @@ class Config:
                 raise ValueError(
                     f"Config.{name} must be one of {allowed}, got {getattr(self, name)!r}"
                 )
+        if self.dask_address is not None and not isinstance(self.dask_address, str):
+            raise ValueError(f"Config.dask_address must be a string, got {self.dask_address!r}")
         if not isinstance(self.soft_placement, bool):
             raise ValueError(
                 f"Config.soft_placement must be True or False, got {self.soft_placement!r}"
@@ -90,7 +96,8 @@ class Config:
 
     def replace(self, **changes: Any) -> Config:
         """A copy with some settings changed (aliases accepted)."""
-        return Config(**{**asdict(self), **{ALIASES.get(k, k): v for k, v in changes.items()}})
+        settings = {f.name: getattr(self, f.name) for f in fields(self)}  # shallow: keeps Clients
+        return Config(**{**settings, **{ALIASES.get(k, k): v for k, v in changes.items()}})
 
     def resolved(self) -> Config:
         """A copy where 0 threads is replaced by the number of cores, as TensorFlow does."""
@@ -101,4 +108,8 @@ class Config:
         )
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The settings as plain JSON-able values (a Dask client becomes its repr)."""
+        settings = {f.name: getattr(self, f.name) for f in fields(self)}
+        if settings["dask_client"] is not None:
+            settings["dask_client"] = repr(settings["dask_client"])
+        return settings

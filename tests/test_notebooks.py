@@ -6,7 +6,28 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+ROOT = Path(__file__).parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_notebooks_match_their_sources():
+    """notebooks/*.ipynb are built from notebooks/src/*.py by tools/make_notebooks.py."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_notebooks", ROOT / "tools/make_notebooks.py"
+    )
+    maker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(maker)
+    sources = sorted((ROOT / "notebooks/src").glob("*.py"))
+    assert [s.stem for s in sources] == [n.stem for n in NOTEBOOKS]
+    for source, built in zip(sources, NOTEBOOKS):
+        expected = [
+            (c.cell_type, c.source)
+            for c in maker.notebook(maker.cells_of(source.read_text())).cells
+        ]
+        actual = [(c.cell_type, c.source) for c in nbformat.read(built, as_version=4).cells]
+        assert actual == expected, f"{built.name} is stale: run python tools/make_notebooks.py"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])

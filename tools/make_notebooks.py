@@ -1,83 +1,37 @@
-"""Write the notebooks in notebooks/ from the cell sources below (outputs stripped).
+"""Build notebooks/*.ipynb from their sources in notebooks/src/*.py (outputs stripped).
 
     python tools/make_notebooks.py
 
-Keeping notebook sources here makes them reviewable as plain Python and keeps outputs out of git.
+A source is a Python file in the "percent" format: cells start with `# %%` (code) or
+`# %% [markdown]` (markdown, every line a `# ` comment). Sources are reviewable as plain Python,
+ruff checks them, and no output ever lands in git.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
 
-QUICKSTART = [
-    (
-        "markdown",
-        """# parallelgraph quick start: did my two subnetworks run in parallel?
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+CELL_MARKER = re.compile(r"^# %%( \[markdown\])?\s*$", re.M)
 
-This is the question a TensorFlow user asked about two independent networks on one GPU. Here we
-build the same graph, run it with **one** and then **two inter-op threads**, and look at the
-timeline. (On a machine without a GPU, `pg.device("gpu:0")` falls back to the CPU: soft
-placement.)""",
-    ),
-    (
-        "code",
-        """import parallelgraph as pg
 
-batch, n_in, n_hidden, n_out = 256, 512, 512, 256
-g = pg.Graph("seed")
-with g.as_default(), pg.device("gpu:0"):
-    with pg.scope("net1"):
-        data1 = pg.random_normal((batch, n_in), seed=1)
-        w1 = pg.variable((n_in, n_hidden), name="w1")
-        b1 = pg.variable((n_hidden,), name="b1")
-        w2 = pg.variable((n_hidden, n_out), name="w2")
-        result1 = pg.matmul(pg.matmul(data1, w1) + b1, w2)
-    with pg.scope("net2"):
-        data2 = pg.random_normal((batch, n_in), seed=2)
-        w1 = pg.variable((n_in, n_hidden), name="w1")
-        b1 = pg.variable((n_hidden,), name="b1")
-        w2 = pg.variable((n_hidden, n_out), name="w2")
-        result2 = pg.matmul(pg.matmul(data2, w1) + b1, w2)
-    out = result1 + result2
-g""",
-    ),
-    (
-        "markdown",
-        """Run it twice: once with one inter-op thread (ops one at a time), once with two
-(independent ops at the same time). Intra-op threads stay at 1 so each op uses one thread.""",
-    ),
-    (
-        "code",
-        """traces = {}
-values = {}
-for inter in (1, 2):
-    config = pg.Config(inter_op_parallelism_threads=inter, intra_op_parallelism_threads=1)
-    with pg.Session(g, config) as sess:
-        sess.run(out)  # warm-up: first-call costs out of the way
-        values[inter], traces[inter] = sess.run(out, trace=True)
-    print(f"inter-op {inter}: {traces[inter].makespan_ms:6.1f} ms, "
-          f"net1/net2 overlap {traces[inter].overlap('net1', 'net2'):.2f}")
-assert (values[1] == values[2]).all()  # bit-identical, whatever the thread counts""",
-    ),
-    (
-        "code",
-        """from parallelgraph.plot import compare
-
-compare([traces[1], traces[2]], labels=["inter-op 1", "inter-op 2"])""",
-    ),
-    (
-        "markdown",
-        """The same trace opens in [Perfetto](https://ui.perfetto.dev) or
-`chrome://tracing`:""",
-    ),
-    (
-        "code",
-        """traces[2].save("trace.ctf.json")
-print(traces[2].summary())""",
-    ),
-]
+def cells_of(source: str) -> list[tuple[str, str]]:
+    """(kind, text) of each cell of a percent-format source."""
+    cells, markers = [], list(CELL_MARKER.finditer(source))
+    for marker, following in zip(markers, [*markers[1:], None]):
+        body = source[marker.end() : following.start() if following else len(source)].strip("\n")
+        if marker.group(1):
+            lines = [
+                line[2:] if line.startswith("# ") else line.lstrip("#")
+                for line in body.splitlines()
+            ]
+            cells.append(("markdown", "\n".join(lines)))
+        else:
+            cells.append(("code", body))
+    return cells
 
 
 def notebook(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
@@ -88,14 +42,21 @@ def notebook(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
         "language": "python",
     }
     make = {"markdown": nbformat.v4.new_markdown_cell, "code": nbformat.v4.new_code_cell}
-    nb.cells = [make[kind](source) for kind, source in cells]
+    nb.cells = [make[kind](text) for kind, text in cells]
+    for index, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{index}"  # stable ids: rebuilding gives identical files
     return nb
 
 
+def build(source: Path) -> Path:
+    target = NOTEBOOKS / f"{source.stem}.ipynb"
+    nbformat.write(notebook(cells_of(source.read_text())), target)
+    return target
+
+
 def main() -> None:
-    folder = Path(__file__).resolve().parent.parent / "notebooks"
-    folder.mkdir(exist_ok=True)
-    nbformat.write(notebook(QUICKSTART), folder / "00_quickstart.ipynb")
+    for source in sorted((NOTEBOOKS / "src").glob("*.py")):
+        print(f"wrote {build(source)}")
 
 
 if __name__ == "__main__":

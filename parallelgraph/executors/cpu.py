@@ -135,8 +135,12 @@ class SequentialExecutor(ThreadsExecutor):
         super().__init__(config.replace(inter_op_threads=1, intra_op_threads=1))
 
 
-def make_executor(config: Config) -> ThreadsExecutor:
+def make_executor(config: Config) -> Any:
     """The executor named by `config.executor` (threads counts already resolved)."""
     if config.executor == "sequential":
         return SequentialExecutor(config)
+    if config.executor == "dask":
+        from .dask import DaskExecutor  # imports dask.distributed only when asked for
+
+        return DaskExecutor(config)
     return ThreadsExecutor(config)
