@@ -34,7 +34,28 @@ from .trace import Trace, TraceEvent
 
 __version__ = "0.1.0"
 
-_LAZY_SUBMODULES = ("plot", "presets", "analysis", "measure")
+_LAZY_SUBMODULES = ("plot", "presets", "analysis", "measure", "widgets", "sweeps", "replay")
+
+
+def sweep(*args: object, **kwargs: object) -> object:
+    """Measure a grid of sizes and configs with honest statistics; see `parallelgraph.sweeps`."""
+    from .sweeps import sweep as run_sweep
+
+    return run_sweep(*args, **kwargs)
+
+
+def simulate(*args: object, **kwargs: object) -> object:
+    """Replay a measured trace under another thread setting; see `parallelgraph.replay`."""
+    from .replay import simulate as replay
+
+    return replay(*args, **kwargs)
+
+
+def dashboard(**options: object) -> object:
+    """The ipywidgets dashboard (`pg.widgets.Dashboard(**options)`): knobs, Run, Gantt, table."""
+    from .widgets import Dashboard
+
+    return Dashboard(**options)
 
 
 def __getattr__(name: str) -> object:
@@ -59,6 +80,7 @@ __all__ = [
     "add",
     "add_n",
     "constant",
+    "dashboard",
     "device",
     "get_default_graph",
     "global_variables_initializer",
@@ -71,6 +93,8 @@ __all__ = [
     "relu",
     "reset_default_graph",
     "scope",
+    "simulate",
+    "sweep",
     "tanh",
     "variable",
 ]

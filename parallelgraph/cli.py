@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -76,6 +77,16 @@ def make_parser() -> argparse.ArgumentParser:
     compare.add_argument("traces", nargs="+", metavar="TRACE", help="two or more trace files")
     compare.add_argument("--labels", help="comma-separated labels, one per trace")
     compare.add_argument("--out", default="compare.png", help="PNG or SVG file to write")
+
+    sweep = commands.add_parser("sweep", help="a grid of thread settings, with honest statistics")
+    sweep.add_argument("--preset", default="two-networks", choices=PRESETS)
+    sweep.add_argument("--size", default="small", help="one size or a comma-separated list")
+    sweep.add_argument("--inter", default="1,2", help="comma-separated inter-op thread counts")
+    sweep.add_argument("--intra", default="1,2", help="comma-separated intra-op thread counts")
+    sweep.add_argument("--repeats", type=_at_least_one, default=10)
+    sweep.add_argument("--warmup", type=_non_negative, default=1)
+    sweep.add_argument("--seed", type=int, default=0)
+    sweep.add_argument("--out", help="write results JSON here, plus .csv and heatmap .png beside")
 
     explain = commands.add_parser("explain", help="did the scopes overlap, and if not, why?")
     explain.add_argument("trace", help="Chrome trace JSON")
@@ -255,6 +266,40 @@ def command_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _int_list(text: str, what: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"--{what} takes comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise ValueError(f"--{what} needs thread counts >= 1, got {text!r}")
+    return values
+
+
+def command_sweep(args: argparse.Namespace) -> int:
+    from .sweeps import sweep
+
+    grid = {
+        "size": [s.strip() for s in args.size.split(",") if s.strip()],
+        "inter": _int_list(args.inter, "inter"),
+        "intra": _int_list(args.intra, "intra"),
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the table below repeats the noise note
+        result = sweep(args.preset, grid, repeats=args.repeats, warmup=args.warmup, seed=args.seed)
+    print(result)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        result.to_json(out)
+        result.to_csv(out.with_suffix(".csv"))
+        for size in grid["size"]:
+            picture = out.with_name(f"{out.stem}-{size}-heatmap.png")
+            result.heatmap("inter", "intra", size=size).savefig(picture, dpi=110)
+        print(f"wrote {out}, {out.with_suffix('.csv')} and heatmap(s) beside them")
+    return 0
+
+
 def command_explain(args: argparse.Namespace) -> int:
     from .trace import Trace
 
@@ -262,7 +307,12 @@ def command_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    return f"parallelgraph: warning: {message}\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    warnings.formatwarning = _one_line_warning
     args = make_parser().parse_args(argv)
     handlers = {
         "demo": command_demo,
@@ -270,6 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "plot": command_plot,
         "compare": command_compare,
         "explain": command_explain,
+        "sweep": command_sweep,
     }
     try:
         return handlers[args.command](args)

@@ -129,3 +129,29 @@ def test_garbage_trace_file_gives_one_line_error(tmp_path, capsys):
     assert main(["explain", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "not valid JSON" in err and err.count("\n") == 1
+
+
+def test_sweep_command_prints_table_and_writes_files(tmp_path, capsys):
+    out = tmp_path / "sweeps" / "results.json"
+    code = main(
+        [
+            "sweep",
+            "--size",
+            "tiny",
+            "--inter",
+            "1,2",
+            "--intra",
+            "1",
+            "--repeats",
+            "3",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "speed-up (95% CI)" in printed and "verdict" in printed
+    assert out.exists() and out.with_suffix(".csv").exists()
+    assert (tmp_path / "sweeps" / "results-tiny-heatmap.png").exists()
+    assert main(["sweep", "--inter", "1,x"]) == 2
+    assert "comma-separated integers" in capsys.readouterr().err

@@ -1,0 +1,305 @@
+"""What-if: replay a measured trace under another thread setting and predict the timeline.
+
+`simulate(trace, config)` takes the durations a run measured — every op, and every shard of a
+sharded op — and replays them with the threads executor's own rules:
+
+- `inter_op_threads` workers take ready ops lowest-first (here: in the measured start order,
+  which respects dependencies) and each op pays the measured per-op dispatch overhead;
+- an op with shards runs them on its own worker plus up to `intra_op_threads - 1` helpers of one
+  intra-op pool shared by all running ops (helpers join while shards remain, leave when none
+  does), exactly as `IntraOpPool`/`ShardJob` do;
+- the machine has `cores` cores: when more threads compute than there are cores, every running
+  piece of work slows down in proportion (processor sharing). This is what makes "2 inter x 2
+  intra on 2 cores" no faster than 2 x 1;
+- a thread that was asleep (an idle inter-op worker given a ready op, an intra-op helper given
+  a job) starts `WAKE_UP_NS` later; the worker that just finished an op goes straight on to the
+  next ready one, as the real loop does.
+
+The replay is a small discrete-event simulation of work amounts: durations are converted to
+"single-core work" using the contention under which they were measured (so a trace measured at
+inter 1 / intra 1 gives clean numbers; one measured with oversubscription is corrected by the
+average load its events saw). The result is a Trace (lanes, op and shard events) that plots,
+overlaps and explains like a measured one, with `metadata["simulated"] = True`.
+
+Limits, said plainly: memory-bandwidth contention, cache effects and thread wake-up jitter are
+not modelled; GPU stream traces are not simulated (raises ValueError).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import Config, cpu_count
+from .trace import Trace, TraceEvent
+
+#: Time for a sleeping thread to wake up and start (measured on the 2-core VM: ~100 us for a
+#: second inter-op worker, ~100-190 us for an intra-op helper's first shard).
+WAKE_UP_NS = 100_000
+
+
+@dataclass
+class OpModel:
+    """One op of the replay: its work and how it was split, from the measured trace."""
+
+    event: TraceEvent
+    order: int
+    serial_work: float  # ns of single-core work outside the shards (prepare, finish, overhead)
+    shard_work: list[float]  # ns of single-core work of each shard
+    inputs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Piece:
+    """A piece of work running on a lane: an op's serial part or one shard."""
+
+    op: OpModel
+    lane: str
+    kind: str  # "serial" | "shard"
+    shard: int | None
+    remaining: float
+    start: float  # when it starts computing (after a wake-up, if its thread was asleep)
+
+
+def _load_profile(trace: Trace, sharded: set[str]) -> list[tuple[int, int]]:
+    """(time, number of busy threads) steps: how many threads computed at each moment (a
+    sharded op counts through its shards, which is where its threads worked)."""
+    points = []
+    for event in trace.events:
+        if event.kind == "shard" or (event.kind == "op" and event.name not in sharded):
+            points.append((event.start, 1))
+            points.append((event.end, -1))
+    points.sort()
+    profile, busy = [], 0
+    for time, delta in points:
+        busy += delta
+        profile.append((time, busy))
+    return profile
+
+
+def _mean_load(profile: list[tuple[int, int]], start: int, end: int) -> float:
+    """Average number of busy threads over [start, end)."""
+    if end <= start:
+        return 1.0
+    total, previous_time, previous_busy = 0.0, start, 1
+    for time, busy in profile:
+        if time <= start:
+            previous_busy = busy
+            continue
+        if time >= end:
+            break
+        total += (time - previous_time) * previous_busy
+        previous_time, previous_busy = time, busy
+    total += (end - previous_time) * previous_busy
+    return max(1.0, total / (end - start))
+
+
+def model_ops(trace: Trace, cores: int) -> list[OpModel]:
+    """Single-core work of every op and shard, corrected for the contention they ran under."""
+    sharded = {e.name for e in trace.events if e.kind == "shard"}
+    profile = _load_profile(trace, sharded)
+
+    def work(event: TraceEvent) -> float:
+        slowdown = max(1.0, _mean_load(profile, event.start, event.end) / cores)
+        return event.duration / slowdown
+
+    shards: dict[str, list[TraceEvent]] = {}
+    for event in trace.events:
+        if event.kind == "shard":
+            shards.setdefault(event.name, []).append(event)
+    models = []
+    for order, event in enumerate(sorted(trace.ops(), key=lambda e: e.start)):
+        own = sorted(shards.get(event.name, []), key=lambda e: e.shard or 0)
+        shard_work = [work(s) for s in own]
+        on_own_lane = sum(s.duration for s in own if s.lane == event.lane)
+        serial = work(event) - on_own_lane / max(
+            1.0, _mean_load(profile, event.start, event.end) / cores
+        )
+        models.append(
+            OpModel(
+                event,
+                order,
+                max(0.0, serial if own else work(event)),
+                shard_work,
+                list(event.inputs),
+            )
+        )
+    return models
+
+
+def dispatch_overhead(trace: Trace) -> float:
+    """Median gap (ns) between an op's end and the next op's start on the same lane."""
+    gaps = []
+    by_lane: dict[str, list[TraceEvent]] = {}
+    for event in trace.ops():
+        by_lane.setdefault(event.lane, []).append(event)
+    for events in by_lane.values():
+        events.sort(key=lambda e: e.start)
+        gaps.extend(max(0, b.start - a.end) for a, b in itertools.pairwise(events))
+    return statistics.median(gaps) if gaps else 0.0
+
+
+class Replay:
+    """The discrete-event replay (see the module docstring)."""
+
+    def __init__(self, ops: list[OpModel], inter: int, intra: int, cores: int, overhead: float):
+        self.ops = {op.event.name: op for op in ops}
+        self.inter, self.intra, self.cores, self.overhead = inter, intra, cores, overhead
+        self.waiting = {op.event.name: {i for i in op.inputs if i in self.ops} for op in ops}
+        self.consumers: dict[str, list[str]] = {}
+        for op in ops:
+            for name in self.waiting[op.event.name]:
+                self.consumers.setdefault(name, []).append(op.event.name)
+        self.ready: list[tuple[int, str]] = [
+            (op.order, op.event.name) for op in ops if not self.waiting[op.event.name]
+        ]
+        heapq.heapify(self.ready)
+        self.free_workers = [f"inter-op/{i}" for i in range(inter)]
+        self.hot_workers = {"inter-op/0"}  # the calling thread starts awake
+        self.free_helpers = [f"intra-op/{i}" for i in range(intra - 1)]
+        self.running: list[Piece] = []
+        self.next_shard: dict[str, int] = {}
+        self.shards_left: dict[str, int] = {}
+        self.op_start: dict[str, float] = {}
+        self.op_lane: dict[str, str] = {}
+        self.events: list[TraceEvent] = []
+        self.now = 0.0
+
+    def run(self) -> list[TraceEvent]:
+        self._dispatch()
+        while self.running:
+            computing = [p for p in self.running if p.start <= self.now]
+            waking = [p.start for p in self.running if p.start > self.now]
+            speed = min(1.0, self.cores / len(computing)) if computing else 1.0
+            finish_in = min((p.remaining / speed for p in computing), default=float("inf"))
+            advance = min(finish_in, min(waking, default=float("inf")) - self.now)
+            self.now += advance
+            for piece in computing:
+                piece.remaining -= advance * speed
+            done = [p for p in computing if p.remaining <= 1e-6]
+            self.running = [p for p in self.running if p not in done]
+            for finished in sorted(done, key=lambda p: (p.op.order, p.shard or 0)):
+                self._finish(finished)
+            self._dispatch()
+        return self.events
+
+    def _dispatch(self) -> None:
+        """Give ready ops to free workers, lowest order first; the worker that just finished an
+        op takes the first one at once, sleeping workers after a wake-up."""
+        while self.ready and self.free_workers:
+            _, name = heapq.heappop(self.ready)
+            hot = [lane for lane in self.free_workers if lane in self.hot_workers]
+            lane = hot[0] if hot else self.free_workers[0]
+            self.free_workers.remove(lane)
+            start = self.now if lane in self.hot_workers else self.now + WAKE_UP_NS
+            self.hot_workers.discard(lane)
+            op = self.ops[name]
+            self.op_start[name], self.op_lane[name] = start, lane
+            work = max(op.serial_work + self.overhead, 1.0)
+            self.running.append(Piece(op, lane, "serial", None, work, start))
+        self.hot_workers.clear()  # a worker left without work goes to sleep
+
+    def _start_shards(self, op: OpModel, lane: str) -> None:
+        name = op.event.name
+        self.next_shard[name], self.shards_left[name] = 0, len(op.shard_work)
+        self._take_shard(op, lane)
+        while self.free_helpers and self.next_shard[name] < len(op.shard_work):
+            self._take_shard(op, self.free_helpers.pop(0), delay=WAKE_UP_NS)
+
+    def _take_shard(self, op: OpModel, lane: str, delay: float = 0.0) -> bool:
+        name = op.event.name
+        index = self.next_shard[name]
+        if index >= len(op.shard_work):
+            return False
+        self.next_shard[name] = index + 1
+        work = max(op.shard_work[index], 1.0)
+        self.running.append(Piece(op, lane, "shard", index, work, self.now + delay))
+        return True
+
+    def _finish(self, piece: Piece) -> None:
+        op, name = piece.op, piece.op.event.name
+        if piece.kind == "serial":
+            if op.shard_work:
+                self._start_shards(op, piece.lane)
+                return
+            self._complete(op)
+            return
+        self.events.append(self._event(op, piece.lane, piece.start, self.now, "shard", piece.shard))
+        self.shards_left[name] -= 1
+        took = self._take_shard(op, piece.lane)
+        if not took and piece.lane.startswith("intra-op/"):
+            self.free_helpers.append(piece.lane)
+            self.free_helpers.sort()
+            self._lend_helpers()
+        if self.shards_left[name] == 0:
+            self._complete(op)
+
+    def _lend_helpers(self) -> None:
+        """A freed helper joins any running op that still has shards to hand out."""
+        for name, index in sorted(self.next_shard.items()):
+            while self.free_helpers and index < len(self.ops[name].shard_work):
+                self._take_shard(self.ops[name], self.free_helpers.pop(0), delay=WAKE_UP_NS)
+                index += 1
+
+    def _complete(self, op: OpModel) -> None:
+        name = op.event.name
+        lane = self.op_lane[name]
+        self.events.append(self._event(op, lane, self.op_start[name], self.now, "op", None))
+        self.free_workers.append(lane)
+        self.free_workers.sort()
+        self.hot_workers.add(lane)
+        self.next_shard.pop(name, None)
+        for consumer in self.consumers.get(name, []):
+            self.waiting[consumer].discard(name)
+            if not self.waiting[consumer]:
+                heapq.heappush(self.ready, (self.ops[consumer].order, consumer))
+
+    @staticmethod
+    def _event(
+        op: OpModel, lane: str, start: float, end: float, kind: str, shard: Any
+    ) -> TraceEvent:
+        source = op.event
+        return TraceEvent(
+            source.name,
+            source.op_type,
+            source.scope,
+            source.device,
+            kind,
+            lane,
+            int(start),
+            int(end),
+            source.flops,
+            source.bytes,
+            shard,
+            source.inputs if kind == "op" else (),
+        )
+
+
+def simulate(trace: Trace, config: Config | None = None, cores: int | None = None) -> Trace:
+    """Predict the timeline of the traced graph under `config` (see the module docstring).
+
+    >>> predicted = pg.simulate(trace, pg.Config(inter_op_threads=2))   # doctest: +SKIP
+    >>> predicted.makespan_ms, predicted.plot()                          # doctest: +SKIP
+    """
+    if any(e.lane.startswith("stream/") for e in trace.ops()):
+        raise ValueError("simulate() replays CPU traces; GPU stream traces are not modelled yet")
+    config = (config or Config()).resolved()
+    cores = cores or trace.metadata.get("cores") or cpu_count()
+    measured_cores = trace.metadata.get("cores") or cores
+    ops = model_ops(trace, measured_cores)
+    replay = Replay(
+        ops, config.inter_op_threads, config.intra_op_threads, cores, dispatch_overhead(trace)
+    )
+    events = replay.run()
+    events.sort(key=lambda e: (e.start, e.kind != "op"))
+    metadata = {
+        "config": config.as_dict(),
+        "graph": trace.metadata.get("graph", "trace"),
+        "cores": cores,
+        "simulated": True,
+        "simulated_from": trace.metadata.get("config", {}),
+    }
+    return Trace(tuple(events), metadata)

@@ -1,0 +1,86 @@
+"""Pictures of a sweep: an inter x intra heatmap of speed-ups, and speed-up curves with CI bands.
+
+Both read `SweepResult.rows()` (medians, bootstrap CIs, verdicts) and draw on a new matplotlib
+Figure built without pyplot (shown inline in notebooks like every parallelgraph figure).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .plot import _new_figure
+
+if TYPE_CHECKING:
+    from .sweeps import SweepResult
+
+
+def _select(result: SweepResult, free: tuple[str, ...], fixed: dict[str, Any]) -> list[dict]:
+    """Rows of the cells matching `fixed`; every other varying grid key must be free or fixed."""
+    for key, values in result.grid.items():
+        if key not in free and key not in fixed and len(values) > 1:
+            raise ValueError(
+                f"grid key {key!r} varies ({values}): fix it, e.g. {key}={values[0]!r}"
+            )
+    return [r for r in result.rows() if all(r.get(k) == v for k, v in fixed.items())]
+
+
+def heatmap(result: SweepResult, x: str, y: str, **fixed: Any) -> Any:
+    """Speed-up against the baseline for every (x, y) cell, with its 95% CI and verdict."""
+    rows = _select(result, (x, y), fixed)
+    xs, ys = list(result.grid[x]), list(result.grid[y])
+    import numpy as np
+
+    grid = np.full((len(ys), len(xs)), np.nan)
+    figure = _new_figure(len(ys) + 2, width=2.0 + 1.6 * len(xs))
+    ax = figure.add_subplot()
+    for row in rows:
+        i, j = ys.index(row[y]), xs.index(row[x])
+        grid[i, j] = row["speedup"]
+        low, high = row["speedup_ci"]
+        mark = {"faster": "+", "slower": "-", "within noise": "~", "baseline": "="}[row["verdict"]]
+        ax.text(
+            j,
+            i,
+            f"x{row['speedup']:.2f} {mark}\n({low:.2f}-{high:.2f})",
+            ha="center",
+            va="center",
+            fontsize=8,
+        )
+    image = ax.imshow(
+        grid,
+        cmap="RdYlGn",
+        vmin=min(0.5, np.nanmin(grid)),
+        vmax=max(2.0, np.nanmax(grid)),
+        origin="lower",
+    )
+    ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+    ax.set_yticks(range(len(ys)), [str(v) for v in ys])
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    ax.set_title("speed-up vs baseline (95% CI; + faster, - slower, ~ within noise)", fontsize=9)
+    figure.colorbar(image, ax=ax, label="speed-up")
+    return figure
+
+
+def speedup_curve(result: SweepResult, x: str, hue: str | None = None, **fixed: Any) -> Any:
+    """Speed-up against `x` (threads, streams), one line per `hue` value, CI as a band."""
+    rows = _select(result, (x,) + ((hue,) if hue else ()), fixed)
+    figure = _new_figure(4)
+    ax = figure.add_subplot()
+    groups = sorted({row.get(hue) for row in rows}, key=str) if hue else [None]
+    for group in groups:
+        line = sorted((r for r in rows if not hue or r.get(hue) == group), key=lambda r: r[x])
+        xs = [r[x] for r in line]
+        ax.plot(
+            xs, [r["speedup"] for r in line], marker="o", label=f"{hue}={group}" if hue else None
+        )
+        ax.fill_between(
+            xs, [r["speedup_ci"][0] for r in line], [r["speedup_ci"][1] for r in line], alpha=0.2
+        )
+    ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+    ax.set_xlabel(x)
+    ax.set_ylabel("speed-up vs baseline")
+    ax.set_title("speed-up with 95% bootstrap CI", fontsize=9)
+    if hue:
+        ax.legend(fontsize=8)
+    return figure

@@ -1,0 +1,460 @@
+"""Sweeps: measure a grid of graph sizes and configs so that conclusions survive noise.
+
+`sweep(build, grid, repeats, warmup, seed)` runs every cell of the grid (the product of its
+lists) `repeats` times. The design choices, each against a way "inconsistent results" happen:
+
+- **Interleaved, shuffled rounds**: round r runs every cell once, in an order shuffled by `seed`,
+  before round r + 1 starts — a machine that slows down (thermal, a neighbour) hurts all cells
+  alike instead of whichever came last.
+- **Everything kept**: every measurement (makespan from the trace, wall time, round, position)
+  is in the result, and goes to CSV/JSON.
+- **Medians with bootstrap CIs**, speed-ups against a baseline cell with their own CIs, and a
+  verdict only when the CI excludes 1.0 (see `stats`).
+- **A noise check first**: a few runs of the baseline estimate the spread; when the requested
+  precision needs more repeats than asked for, a warning says how many.
+- **Predicted next to measured**: `simulate` replays the baseline's median trace under each
+  cell's config; the table shows both, so a surprising measurement stands out.
+- **Interruptible**: Ctrl-C (or a notebook's interrupt) stops the sweep between runs and returns
+  what was measured, marked incomplete.
+
+Grid keys that name Config settings (`inter`/`intra` are short for the thread counts; TensorFlow's
+names work too) configure sessions; the others are passed to `build(**params)`, which returns a
+Preset, a (graph, fetch) pair or a Graph (then its sink ops are fetched) — or `build` is a preset
+name ("two-networks", ...) and the other keys are its `size`/`dtype`.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import stats
+from .config import ALIASES, Config
+from .graph import Graph
+from .session import Session
+from .trace import Trace
+
+SHORT_NAMES = {"inter": "inter_op_threads", "intra": "intra_op_threads"}
+CONFIG_KEYS = {f.name for f in fields(Config)}
+
+
+def _config_key(key: str) -> str | None:
+    name = SHORT_NAMES.get(key, ALIASES.get(key, key))
+    return name if name in CONFIG_KEYS else None
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One run of one cell."""
+
+    cell: int
+    round: int
+    position: int
+    makespan_ms: float
+    wall_ms: float
+
+
+@dataclass
+class SweepResult:
+    """Every measurement of a sweep, with tables and plots; see the module docstring."""
+
+    grid: dict[str, list[Any]]
+    cells: list[dict[str, Any]]
+    measurements: list[Measurement]
+    baseline: int = 0
+    complete: bool = True
+    seed: int = 0
+    noise: dict[str, Any] = field(default_factory=dict)
+    predicted_ms: dict[int, float] = field(default_factory=dict)
+    traces: dict[int, list[Trace]] = field(default_factory=dict, repr=False)
+
+    # -- numbers --------------------------------------------------------------------------------
+    def values(self, cell: int) -> list[float]:
+        return [m.makespan_ms for m in self.measurements if m.cell == cell]
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One summary row per cell (cells without measurements are left out)."""
+        rng = np.random.default_rng(self.seed)
+        rows = []
+        for index, params in enumerate(self.cells):
+            values = self.values(index)
+            if not values:
+                continue
+            base_index = self.baseline_of(index)
+            base = self.values(base_index)
+            low, high = stats.bootstrap_median_ci(values, rng)
+            q1, q3 = stats.quartiles(values)
+            row = dict(params)
+            row.update(
+                n=len(values), median_ms=stats.median(values), iqr_ms=(q1, q3), ci_ms=(low, high)
+            )
+            if base and index != base_index:
+                speedup, s_low, s_high = stats.bootstrap_ratio_ci(base, values, rng)
+                row.update(
+                    speedup=speedup,
+                    speedup_ci=(s_low, s_high),
+                    verdict=stats.verdict(s_low, s_high),
+                )
+            else:
+                row.update(speedup=1.0, speedup_ci=(1.0, 1.0), verdict="baseline")
+            row["predicted_ms"] = self.predicted_ms.get(index)
+            rows.append(row)
+        return rows
+
+    def baseline_of(self, index: int) -> int:
+        """The cell a cell is compared with: the same graph parameters with the baseline's
+        config settings (so sizes are never compared with each other), else the baseline."""
+        graph, _ = _split(self.cells[index])
+        _, base_settings = _split(self.cells[self.baseline])
+        for candidate, cell in enumerate(self.cells):
+            if _split(cell) == (graph, base_settings):
+                return candidate
+        return self.baseline
+
+    def median_trace(self, **params: Any) -> Trace:
+        """The trace of the median run of the cell matching `params`."""
+        index = self._cell_index(params)
+        traces = sorted(self.traces.get(index, []), key=lambda t: t.makespan_ms)
+        if not traces:
+            raise ValueError(
+                f"no traces kept for cell {self.cells[index]} (loaded results keep none)"
+            )
+        return traces[(len(traces) - 1) // 2]
+
+    def _cell_index(self, params: Mapping[str, Any]) -> int:
+        matches = [
+            i
+            for i, cell in enumerate(self.cells)
+            if all(cell.get(k) == v for k, v in params.items())
+        ]
+        if len(matches) != 1:
+            raise ValueError(
+                f"{params} matches {len(matches)} cells; name one cell of {self.cells}"
+            )
+        return matches[0]
+
+    # -- text -----------------------------------------------------------------------------------
+    def table(self) -> tuple[list[str], list[list[str]]]:
+        keys = list(self.grid)
+        header = [
+            *keys,
+            "n",
+            "median ms",
+            "IQR ms",
+            "95% CI ms",
+            "speed-up (95% CI)",
+            "verdict",
+            "predicted ms",
+        ]
+        lines = []
+        for row in self.rows():
+            lines.append(
+                [
+                    *(str(row[k]) for k in keys),
+                    str(row["n"]),
+                    f"{row['median_ms']:.2f}",
+                    f"{row['iqr_ms'][0]:.1f}-{row['iqr_ms'][1]:.1f}",
+                    f"{row['ci_ms'][0]:.1f}-{row['ci_ms'][1]:.1f}",
+                    f"{row['speedup']:.2f} ({row['speedup_ci'][0]:.2f}-{row['speedup_ci'][1]:.2f})",
+                    row["verdict"],
+                    "-" if row["predicted_ms"] is None else f"{row['predicted_ms']:.2f}",
+                ]
+            )
+        return header, lines
+
+    def __str__(self) -> str:
+        header, lines = self.table()
+        widths = [max(len(r[i]) for r in [header, *lines]) for i in range(len(header))]
+        text = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
+        text += ["  ".join(c.ljust(w) for c, w in zip(line, widths)) for line in lines]
+        text.append(self._legend() + ("" if self.complete else "; INCOMPLETE (interrupted)"))
+        if self.noise.get("warning"):
+            text.append(self.noise["warning"])
+        return "\n".join(text)
+
+    def _legend(self) -> str:
+        base = self.cells[self.baseline]
+        settings = ", ".join(f"{k}={v}" for k, v in base.items() if _config_key(k) is not None)
+        return (
+            f"speed-up against {settings or 'the first cell'} on the same graph; a verdict is "
+            "given only when its 95% CI excludes 1.0"
+        )
+
+    def _repr_html_(self) -> str:
+        import html
+
+        header, lines = self.table()
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in line) + "</tr>" for line in lines
+        )
+        note = f"<p>{html.escape(self._legend())}</p>"
+        note += "" if self.complete else "<p><b>Incomplete: interrupted.</b></p>"
+        if self.noise.get("warning"):
+            note += f"<p>{html.escape(self.noise['warning'])}</p>"
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
+
+    # -- files ----------------------------------------------------------------------------------
+    def to_json(self, path: str | Path) -> Path:
+        path = Path(path)
+        document = {
+            "format": "parallelgraph-sweep/1",
+            "grid": self.grid,
+            "cells": self.cells,
+            "baseline": self.baseline,
+            "complete": self.complete,
+            "seed": self.seed,
+            "noise": self.noise,
+            "predicted_ms": {str(k): v for k, v in self.predicted_ms.items()},
+            "measurements": [m.__dict__ for m in self.measurements],
+        }
+        path.write_text(json.dumps(document, indent=1, default=str))
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> SweepResult:
+        """Read a result written by `to_json` (traces are not stored, so none come back)."""
+        document = json.loads(Path(path).read_text())
+        if document.get("format") != "parallelgraph-sweep/1":
+            raise ValueError(f"{path}: not a parallelgraph sweep result")
+        return cls(
+            grid=document["grid"],
+            cells=document["cells"],
+            measurements=[Measurement(**m) for m in document["measurements"]],
+            baseline=document["baseline"],
+            complete=document["complete"],
+            seed=document["seed"],
+            noise=document.get("noise", {}),
+            predicted_ms={int(k): v for k, v in document.get("predicted_ms", {}).items()},
+        )
+
+    def to_csv(self, path: str | Path) -> Path:
+        """Every measurement, one row each, with its cell's parameters."""
+        path = Path(path)
+        keys = list(self.grid)
+        with path.open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow([*keys, "round", "position", "makespan_ms", "wall_ms"])
+            for m in self.measurements:
+                cell = self.cells[m.cell]
+                writer.writerow(
+                    [
+                        *(cell[k] for k in keys),
+                        m.round,
+                        m.position,
+                        f"{m.makespan_ms:.6f}",
+                        f"{m.wall_ms:.6f}",
+                    ]
+                )
+        return path
+
+    # -- pictures -------------------------------------------------------------------------------
+    def heatmap(self, x: str = "inter", y: str = "intra", **fixed: Any) -> Any:
+        from .sweep_plots import heatmap
+
+        return heatmap(self, x, y, **fixed)
+
+    def speedup_curve(self, x: str, hue: str | None = None, **fixed: Any) -> Any:
+        from .sweep_plots import speedup_curve
+
+        return speedup_curve(self, x, hue, **fixed)
+
+    def gantt(self, **params: Any) -> Any:
+        """The Gantt chart of the median run of one cell."""
+        return self.median_trace(**params).plot()
+
+
+def _as_preset(built: Any) -> tuple[Graph, Any]:
+    """(graph, fetch) from what a build function returned."""
+    if hasattr(built, "graph") and hasattr(built, "fetch"):
+        return built.graph, built.fetch
+    if isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], Graph):
+        return built
+    if isinstance(built, Graph):
+        consumed = {t.op.id for op in built.ops for t in op.inputs}
+        sinks = [op.output for op in built.ops if op.id not in consumed]
+        return built, sinks
+    raise TypeError(f"build() must return a Preset, (graph, fetch) or a Graph, not {built!r}")
+
+
+def _builder(build: str | Callable[..., Any]) -> Callable[..., Any]:
+    if callable(build):
+        return build
+    from .presets import build_preset
+
+    return lambda **params: build_preset(build, **params)
+
+
+def sweep(
+    build: str | Callable[..., Any],
+    grid: Mapping[str, Sequence[Any]],
+    repeats: int = 10,
+    warmup: int = 1,
+    seed: int = 0,
+    baseline: Mapping[str, Any] | None = None,
+    precision: float = 0.05,
+    noise_check: bool = True,
+    predict: bool = True,
+    progress: bool = True,
+) -> SweepResult:
+    """Measure every cell of `grid` `repeats` times, interleaved (see the module docstring).
+
+    >>> result = pg.sweep("two-networks", {"size": ["small"], "inter": [1, 2], "intra": [1, 2]},
+    ...                   repeats=20)                                     # doctest: +SKIP
+    >>> print(result); result.heatmap()                                  # doctest: +SKIP
+    """
+    if repeats < 1 or warmup < 0:
+        raise ValueError(f"need repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
+    grid = {key: list(values) for key, values in grid.items()}
+    for key, values in grid.items():
+        if not values:
+            raise ValueError(f"grid[{key!r}] is empty")
+    cells = [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
+    base_index = 0
+    if baseline:
+        base_index = SweepResult(grid, cells, [])._cell_index(baseline)
+    result = SweepResult(grid, cells, [], baseline=base_index, seed=seed)
+    sessions = _open_sessions(_builder(build), cells)
+    try:
+        for session, fetch in sessions:
+            for _ in range(warmup):
+                session.run(fetch)
+        if noise_check:
+            result.noise = _noise_check(sessions[base_index], repeats, precision)
+            if result.noise.get("warning"):
+                warnings.warn(result.noise["warning"], RuntimeWarning, stacklevel=2)
+        result.complete = _measure_rounds(sessions, result, repeats, seed, progress)
+    finally:
+        for session, _ in sessions:
+            session.close()
+    if predict:
+        _predict(result)
+    return result
+
+
+def _open_sessions(
+    build: Callable[..., Any], cells: list[dict[str, Any]]
+) -> list[tuple[Session, Any]]:
+    graphs: dict[tuple, tuple[Graph, Any]] = {}
+    sessions = []
+    try:
+        for cell in cells:
+            graph_params = {k: v for k, v in cell.items() if _config_key(k) is None}
+            settings = {_config_key(k): v for k, v in cell.items() if _config_key(k) is not None}
+            key = tuple(sorted(graph_params.items()))
+            if key not in graphs:
+                graphs[key] = _as_preset(build(**graph_params))
+            graph, fetch = graphs[key]
+            sessions.append((Session(graph, Config(**settings)), fetch))
+    except BaseException:
+        for session, _ in sessions:
+            session.close()
+        raise
+    return sessions
+
+
+def _noise_check(session_fetch: tuple[Session, Any], repeats: int, precision: float) -> dict:
+    session, fetch = session_fetch
+    samples = []
+    for _ in range(5):
+        _, trace = session.run(fetch, trace=True)
+        samples.append(trace.makespan_ms)
+    needed = stats.repeats_for_precision(samples, precision)
+    noise = {
+        "relative_iqr": stats.relative_iqr(samples),
+        "repeats_needed": needed,
+        "precision": precision,
+    }
+    if needed > repeats:
+        noise["warning"] = (
+            f"noisy machine: the baseline's runs spread {noise['relative_iqr']:.0%} (IQR/median); "
+            f"a +-{precision:.0%} CI of a median needs about {needed} repeats, not {repeats}"
+        )
+    return noise
+
+
+def _measure_rounds(
+    sessions: list[tuple[Session, Any]],
+    result: SweepResult,
+    repeats: int,
+    seed: int,
+    progress: bool,
+) -> bool:
+    """Shuffled interleaved rounds; False if interrupted (what was measured is kept)."""
+    rng = np.random.default_rng(seed)
+    bar = _progress_bar(repeats * len(sessions), progress)
+    try:
+        for round_index in range(repeats):
+            order = rng.permutation(len(sessions))
+            for position, cell in enumerate(order):
+                session, fetch = sessions[cell]
+                started = _clock()
+                _, trace = session.run(fetch, trace=True)
+                wall = (_clock() - started) / 1e6
+                result.measurements.append(
+                    Measurement(int(cell), round_index, position, trace.makespan_ms, wall)
+                )
+                result.traces.setdefault(int(cell), []).append(trace)
+                if bar is not None:
+                    bar.update(1)
+    except KeyboardInterrupt:
+        return False
+    finally:
+        if bar is not None:
+            bar.close()
+    return True
+
+
+def _progress_bar(total: int, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency
+        return None
+    return tqdm(total=total, desc="sweep", unit="run", leave=False)
+
+
+def _clock() -> int:
+    import time
+
+    return time.perf_counter_ns()
+
+
+def _split(cell: Mapping[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """(graph parameters as a key, config settings) of a cell."""
+    graph = tuple(sorted((k, v) for k, v in cell.items() if _config_key(k) is None))
+    return graph, {_config_key(k): v for k, v in cell.items() if _config_key(k) is not None}
+
+
+def _predict(result: SweepResult) -> None:
+    """Predicted makespan of each cell: the median trace of the cell with the same graph and
+    the baseline's config, replayed (`simulate`) under the cell's config."""
+    from .replay import simulate
+
+    _, base_settings = _split(result.cells[result.baseline])
+    references: dict[tuple, Trace] = {}
+    for index, cell in enumerate(result.cells):
+        graph, settings = _split(cell)
+        traces = result.traces.get(index)
+        if settings == base_settings and traces:
+            references[graph] = sorted(traces, key=lambda t: t.makespan_ms)[(len(traces) - 1) // 2]
+    for index, cell in enumerate(result.cells):
+        graph, settings = _split(cell)
+        if graph not in references:
+            continue
+        try:
+            result.predicted_ms[index] = simulate(references[graph], Config(**settings)).makespan_ms
+        except ValueError:
+            return  # e.g. GPU traces: not simulated
+
+
+__all__ = ["Measurement", "SweepResult", "sweep"]

@@ -1,0 +1,82 @@
+"""The what-if replay on hand-built traces with known answers."""
+
+import pytest
+
+import parallelgraph as pg
+from parallelgraph.replay import WAKE_UP_NS, simulate
+from parallelgraph.trace import Trace, TraceEvent
+
+MS = 1_000_000
+
+
+def op(name, start, end, lane="inter-op/0", inputs=(), kind="op", shard=None):
+    return TraceEvent(
+        name, "x", name.split("/")[0], "cpu:0", kind, lane, start, end, 0, 0, shard, inputs
+    )
+
+
+def sequential(*ops):
+    return Trace(tuple(ops), {"cores": 2, "config": {"inter_op_threads": 1}})
+
+
+def config(inter, intra=1):
+    return pg.Config(inter_op_threads=inter, intra_op_threads=intra)
+
+
+def test_independent_ops_overlap_with_two_workers():
+    trace = sequential(op("a/x", 0, 10 * MS), op("b/y", 10 * MS, 20 * MS))
+    assert simulate(trace, config(1)).makespan_ms == pytest.approx(20, rel=0.01)
+    two = simulate(trace, config(2))
+    assert two.makespan_ms == pytest.approx(10 + WAKE_UP_NS / MS, rel=0.01)
+    assert two.overlap("a", "b") > 0.9 and two.lanes == ["inter-op/0", "inter-op/1"]
+    assert two.metadata["simulated"] is True
+
+
+def test_dependencies_are_respected():
+    trace = sequential(op("a/x", 0, 10 * MS), op("b/y", 10 * MS, 20 * MS, inputs=("a/x",)))
+    assert simulate(trace, config(4)).makespan_ms == pytest.approx(20, rel=0.01)
+
+
+def shard_trace():
+    events = [op("m/mm", 0, 20 * MS)]
+    events += [op("m/mm", 5 * MS * i, 5 * MS * (i + 1), kind="shard", shard=i) for i in range(4)]
+    return sequential(*events)
+
+
+def test_shards_spread_over_intra_op_threads():
+    trace = shard_trace()
+    assert simulate(trace, config(1, 1)).makespan_ms == pytest.approx(20, rel=0.01)
+    two = simulate(trace, config(1, 2))
+    assert two.makespan_ms == pytest.approx(10 + WAKE_UP_NS / MS, rel=0.02)
+    assert {e.lane for e in two.events if e.kind == "shard"} == {"inter-op/0", "intra-op/0"}
+
+
+def test_more_threads_than_cores_share_the_cores():
+    trace = shard_trace()
+    four = simulate(trace, config(1, 4), cores=2)
+    assert four.makespan_ms >= 10  # 4 threads on 2 cores cannot beat 2 cores
+    assert simulate(trace, config(1, 4), cores=4).makespan_ms < 6
+
+
+def test_contended_measurements_are_corrected_to_single_core_work():
+    # Two ops measured side by side on 2 lanes of a 1-core machine: each took twice its work.
+    trace = Trace(
+        (op("a/x", 0, 20 * MS), op("b/y", 0, 20 * MS, lane="inter-op/1")),
+        {"cores": 1, "config": {"inter_op_threads": 2}},
+    )
+    assert simulate(trace, config(1), cores=1).makespan_ms == pytest.approx(20, rel=0.01)
+    assert simulate(trace, config(2), cores=2).makespan_ms == pytest.approx(10.1, rel=0.02)
+
+
+def test_gpu_traces_are_refused_and_real_runs_replay():
+    gpu = Trace((TraceEvent("a", "x", "", "gpu:0", "op", "stream/0", 0, 5),), {})
+    with pytest.raises(ValueError, match="GPU stream traces"):
+        simulate(gpu, config(2))
+    from parallelgraph.presets import two_networks
+
+    preset = two_networks("tiny")
+    with pg.Session(preset.graph, config(1)) as sess:
+        _, trace = sess.run(preset.fetch, trace=True)
+    predicted = pg.simulate(trace, config(2))
+    assert {e.name for e in predicted.ops()} == {e.name for e in trace.ops()}
+    assert predicted.plot() is not None and "net1 and net2" in str(predicted.explain())

@@ -1,0 +1,135 @@
+"""Sweeps: interleaved shuffled rounds, every measurement kept, honest tables, files, plots."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+import parallelgraph as pg
+from parallelgraph.sweeps import SweepResult
+
+GRID = {"size": ["tiny"], "inter": [1, 2], "intra": [1, 2]}
+
+
+@pytest.fixture(scope="module")
+def result():
+    return pg.sweep("two-networks", GRID, repeats=4, seed=7, progress=False, noise_check=False)
+
+
+def test_every_cell_measured_in_shuffled_interleaved_rounds(result):
+    assert len(result.cells) == 4 and result.complete
+    assert len(result.measurements) == 16
+    for round_index in range(4):
+        in_round = [m for m in result.measurements if m.round == round_index]
+        assert sorted(m.cell for m in in_round) == [0, 1, 2, 3]
+        assert [m.position for m in in_round] == [0, 1, 2, 3]
+    orders = [tuple(m.cell for m in result.measurements if m.round == r) for r in range(4)]
+    assert len(set(orders)) > 1  # shuffled, not the same order every round
+    expected = [tuple(np.random.default_rng(7).permutation(4)) for _ in range(1)]
+    assert orders[0] == expected[0]
+    assert all(m.makespan_ms > 0 and m.wall_ms >= m.makespan_ms * 0.5 for m in result.measurements)
+
+
+def test_table_has_medians_cis_speedups_verdicts_and_predictions(result):
+    rows = result.rows()
+    assert [(r["inter"], r["intra"]) for r in rows] == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    assert rows[0]["verdict"] == "baseline" and rows[0]["speedup"] == 1.0
+    for row in rows:
+        low, high = row["ci_ms"]
+        assert low <= row["median_ms"] <= high and row["n"] == 4
+        assert row["verdict"] in ("baseline", "faster", "slower", "within noise")
+        s_low, s_high = row["speedup_ci"]
+        assert s_low <= row["speedup"] <= s_high
+        assert row["predicted_ms"] is not None and row["predicted_ms"] > 0
+    text = str(result)
+    assert "speed-up (95% CI)" in text
+    assert "a verdict is given only when its 95% CI excludes 1.0" in text
+    assert "<table>" in result._repr_html_()
+
+
+def test_json_round_trip_and_csv(result, tmp_path):
+    loaded = SweepResult.load(result.to_json(tmp_path / "r.json"))
+    assert loaded.cells == result.cells and loaded.measurements == result.measurements
+    assert [r["median_ms"] for r in loaded.rows()] == [r["median_ms"] for r in result.rows()]
+    assert json.loads((tmp_path / "r.json").read_text())["format"] == "parallelgraph-sweep/1"
+    with open(result.to_csv(tmp_path / "r.csv")) as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 16 and set(rows[0]) >= {"inter", "intra", "size", "makespan_ms"}
+    with pytest.raises(ValueError, match="not a parallelgraph sweep"):
+        bad = tmp_path / "bad.json"
+        bad.write_text("{}")
+        SweepResult.load(bad)
+
+
+def test_plots_and_median_gantt(result):
+    assert result.heatmap("inter", "intra") is not None
+    assert result.speedup_curve("inter", hue="intra") is not None
+    trace = result.median_trace(inter=2, intra=1)
+    assert trace.metadata["config"]["inter_op_threads"] == 2
+    assert result.gantt(inter=1, intra=1) is not None
+    with pytest.raises(ValueError, match="matches 2 cells"):
+        result.median_trace(inter=1)
+
+
+def test_interrupt_returns_what_was_measured(monkeypatch):
+    calls = {"n": 0}
+    real_run = pg.Session.run
+
+    def interrupting_run(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2 + 5:  # 2 warm-ups, then the 5th measured run
+            raise KeyboardInterrupt
+        return real_run(self, *args, **kwargs)
+
+    monkeypatch.setattr(pg.Session, "run", interrupting_run)
+    partial = pg.sweep(
+        "two-networks",
+        {"size": ["tiny"], "inter": [1, 2]},
+        repeats=5,
+        progress=False,
+        noise_check=False,
+    )
+    assert not partial.complete and len(partial.measurements) == 4
+    assert "INCOMPLETE" in str(partial)
+
+
+def test_noise_check_warns_with_repeats_needed():
+    with pytest.warns(RuntimeWarning, match=r"needs about \d+ repeats, not 2"):
+        noisy = pg.sweep(
+            "two-networks",
+            {"size": ["tiny"], "inter": [1]},
+            repeats=2,
+            precision=1e-6,
+            progress=False,
+        )
+    assert noisy.noise["repeats_needed"] > 2 and "noisy machine" in str(noisy)
+
+
+def test_callable_builds_and_per_graph_baselines():
+    def build(width):
+        g = pg.Graph(f"w{width}")
+        with g.as_default():
+            pg.tanh(pg.random_normal((8, width), seed=1))  # a sink: fetched automatically
+        return g
+
+    swept = pg.sweep(
+        build,
+        {"width": [4, 8], "inter": [1, 2]},
+        repeats=2,
+        progress=False,
+        noise_check=False,
+        baseline={"width": 4, "inter": 1},
+    )
+    rows = swept.rows()
+    assert [r["verdict"] for r in rows if r["inter"] == 1] == ["baseline", "baseline"]
+    assert swept.baseline_of(3) == 2  # width 8, inter 2 is compared with width 8, inter 1
+
+
+def test_bad_grids_are_refused():
+    with pytest.raises(ValueError, match="empty"):
+        pg.sweep("two-networks", {"inter": []}, progress=False)
+    with pytest.raises(ValueError, match="repeats"):
+        pg.sweep("two-networks", {"inter": [1]}, repeats=0, progress=False)
+    with pytest.raises(TypeError, match="build"):
+        pg.sweep(lambda: 42, {"inter": [1]}, progress=False, noise_check=False)
