@@ -62,7 +62,7 @@ class Measurement:
     wall_ms: float
 
 
-@dataclass
+@dataclass(repr=False)
 class SweepResult:
     """Every measurement of a sweep, with tables and plots; see the module docstring."""
 
@@ -179,6 +179,13 @@ class SweepResult:
         if self.noise.get("warning"):
             text.append(self.noise["warning"])
         return "\n".join(text)
+
+    def __repr__(self) -> str:
+        state = "complete" if self.complete else "interrupted"
+        return (
+            f"<SweepResult {len(self.cells)} cells, {len(self.measurements)} measurements, "
+            f"{state}>\n{self}"
+        )
 
     def _legend(self) -> str:
         base = self.cells[self.baseline]
