@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from ..dtypes import num_elements
 from ..errors import GraphError
 from ..graph import Tensor, _context, get_default_graph
 from .registry import REGISTRY, ShapeError
@@ -27,9 +30,27 @@ def build(
         raise GraphError(
             _describe_failure(op_type, name or definition.default_name, inputs, problem)
         ) from None
+    nbytes = num_elements(shape) * dtype.itemsize
+    if nbytes > physical_memory():
+        problem = ShapeError(
+            f"its output {list(shape)} {dtype.name} needs {nbytes / 2**30:.1f} GiB, more than "
+            f"this machine's {physical_memory() / 2**30:.1f} GiB of memory"
+        )
+        raise GraphError(
+            _describe_failure(op_type, name or definition.default_name, inputs, problem)
+        )
     return get_default_graph().add_op(
         op_type, inputs, attrs, shape, dtype, name, definition.default_name
     )
+
+
+@functools.lru_cache(maxsize=1)
+def physical_memory() -> int:
+    """Bytes of RAM (a tensor larger than this can never be computed here)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return 2**62
 
 
 def _describe_failure(

@@ -220,8 +220,6 @@ def random_normal(
     number of threads. Without `seed` the seed is a hash of the op's full name.
     """
     shape = as_shape(shape, "random_normal")
-    if num_elements(shape) > 2**40:
-        raise GraphError(f"random_normal: shape {list(shape)} is too large")
     if not float(stddev) >= 0:
         raise GraphError(f"random_normal: stddev must be >= 0, got {stddev!r}")
     attrs = {
