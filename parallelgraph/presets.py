@@ -53,11 +53,11 @@ def network(batch: int, n_in: int, n_hidden: int, n_out: int, dtype: str, seed: 
 
 
 def two_networks(
-    size: str = "medium", dtype: str = "float32", device_name: str | None = None
+    size: str | tuple[int, ...] = "medium", dtype: str = "float32", device_name: str | None = None
 ) -> Preset:
     """The seed experiment's graph; `device_name="gpu:0"` places it like the original."""
     batch, n_in, n_hidden, n_out = _size(TWO_NETWORK_SIZES, size)
-    graph = Graph(f"two-networks-{size}")
+    graph = Graph(f"two-networks-{size_label(size)}")
     with graph.as_default(), device(device_name):
         with scope("net1"):
             result1 = network(batch, n_in, n_hidden, n_out, dtype, seed=1)
@@ -71,11 +71,14 @@ def two_networks(
 
 
 def wide(
-    size: str = "medium", dtype: str = "float32", branches: int = 8, device_name: str | None = None
+    size: str | tuple[int, ...] = "medium",
+    dtype: str = "float32",
+    branches: int = 8,
+    device_name: str | None = None,
 ) -> Preset:
     """`branches` independent tanh(x @ w) branches, summed: only inter-op threads help."""
     batch, width = _size(WIDTH_SIZES, size)
-    graph = Graph(f"wide-{size}")
+    graph = Graph(f"wide-{size_label(size)}")
     with graph.as_default(), device(device_name):
         outputs = []
         for index in range(branches):
@@ -88,11 +91,14 @@ def wide(
 
 
 def chain(
-    size: str = "medium", dtype: str = "float32", layers: int = 8, device_name: str | None = None
+    size: str | tuple[int, ...] = "medium",
+    dtype: str = "float32",
+    layers: int = 8,
+    device_name: str | None = None,
 ) -> Preset:
     """`layers` dependent relu(x @ w) layers: only intra-op threads help."""
     batch, width = _size(WIDTH_SIZES, size)
-    graph = Graph(f"chain-{size}")
+    graph = Graph(f"chain-{size_label(size)}")
     with graph.as_default(), device(device_name):
         x = random_normal((batch, width), seed=0, dtype=dtype)
         for index in range(layers):
@@ -103,7 +109,7 @@ def chain(
 
 
 def random_dag(
-    size: str = "medium",
+    size: str | tuple[int, ...] = "medium",
     dtype: str = "float32",
     ops: int = 30,
     seed: int = 0,
@@ -112,7 +118,7 @@ def random_dag(
     """A seeded random DAG: each new op takes one or two earlier tensors of the same shape."""
     batch, width = _size(WIDTH_SIZES, size)
     rng = np.random.default_rng(seed)
-    graph = Graph(f"random-{size}-{seed}")
+    graph = Graph(f"random-{size_label(size)}-{seed}")
     with graph.as_default(), device(device_name):
         tensors = [random_normal((batch, width), seed=i, dtype=dtype) for i in range(3)]
         for index in range(ops):
@@ -130,7 +136,10 @@ def random_dag(
 
 
 def build_preset(
-    name: str, size: str = "medium", dtype: str = "float32", device_name: str | None = None
+    name: str,
+    size: str | tuple[int, ...] = "medium",
+    dtype: str = "float32",
+    device_name: str | None = None,
 ) -> Preset:
     """Build a preset by its CLI name: two-networks, wide, chain or random."""
     builders = {"two-networks": two_networks, "wide": wide, "chain": chain, "random": random_dag}
@@ -139,7 +148,20 @@ def build_preset(
     return builders[name](size=size, dtype=dtype, device_name=device_name)
 
 
-def _size(table: dict[str, tuple[int, ...]], size: str) -> tuple[int, ...]:
+def _size(table: dict[str, tuple[int, ...]], size: str | tuple[int, ...]) -> tuple[int, ...]:
+    """A named size from `table`, or explicit dimensions (a tuple as long as the table's)."""
+    if isinstance(size, tuple):
+        width = len(next(iter(table.values())))
+        if len(size) != width or not all(isinstance(d, int) and d > 0 for d in size):
+            raise ValueError(
+                f"size {size!r}: give {width} positive ints or a name from {tuple(table)}"
+            )
+        return size
     if size not in table:
         raise ValueError(f"unknown size {size!r}; choose from {tuple(table)}")
     return table[size]
+
+
+def size_label(size: str | tuple[int, ...]) -> str:
+    """ "medium", or "128x512" for explicit dimensions."""
+    return size if isinstance(size, str) else "x".join(map(str, size))
