@@ -58,6 +58,8 @@ from typing import Any, TypeAlias
 import numpy as np
 from numba import cuda
 
+from .random import PHILOX_M0, PHILOX_M1, PHILOX_MASK32, PHILOX_SHIFT, PHILOX_W0, PHILOX_W1
+
 __all__ = [
     "ELEMENTWISE_THREADS",
     "TILE",
@@ -95,13 +97,7 @@ REDUCE_MAX_CHUNKS = 1024
 _FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _MASK64 = 0xFFFFFFFFFFFFFFFF
 
-# Philox4x32-10 constants, as uint64 so that every operation stays in uint64.
-_MASK32 = np.uint64(0xFFFFFFFF)
-_MULTIPLIER_0 = np.uint64(0xD2511F53)
-_MULTIPLIER_1 = np.uint64(0xCD9E8D57)
-_WEYL_0 = np.uint64(0x9E3779B9)
-_WEYL_1 = np.uint64(0xBB67AE85)
-_SHIFT = np.uint64(32)
+# Philox4x32-10 constants, shared with the CPU kernel (uint64, so every operation stays uint64).
 _ZERO64 = np.uint64(0)
 
 
@@ -438,22 +434,22 @@ def _philox4x32(counter, key):
     The same uint64 arithmetic as `parallelgraph.kernels.random.philox4x32`: 32 x 32-bit
     products in 64 bits, explicit masks, the Weyl key schedule.
     """
-    c0 = counter & _MASK32
-    c1 = counter >> _SHIFT
+    c0 = counter & PHILOX_MASK32
+    c1 = counter >> PHILOX_SHIFT
     c2 = _ZERO64
     c3 = _ZERO64
-    k0 = key & _MASK32
-    k1 = key >> _SHIFT
+    k0 = key & PHILOX_MASK32
+    k1 = key >> PHILOX_SHIFT
     for _ in range(10):
-        product0 = _MULTIPLIER_0 * c0
-        product1 = _MULTIPLIER_1 * c2
-        hi0 = product0 >> _SHIFT
-        lo0 = product0 & _MASK32
-        hi1 = product1 >> _SHIFT
-        lo1 = product1 & _MASK32
+        product0 = PHILOX_M0 * c0
+        product1 = PHILOX_M1 * c2
+        hi0 = product0 >> PHILOX_SHIFT
+        lo0 = product0 & PHILOX_MASK32
+        hi1 = product1 >> PHILOX_SHIFT
+        lo1 = product1 & PHILOX_MASK32
         c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
-        k0 = (k0 + _WEYL_0) & _MASK32
-        k1 = (k1 + _WEYL_1) & _MASK32
+        k0 = (k0 + PHILOX_W0) & PHILOX_MASK32
+        k1 = (k1 + PHILOX_W1) & PHILOX_MASK32
     return c0, c1, c2, c3
 
 

@@ -16,31 +16,31 @@ import math
 import numpy as np
 from numba import njit
 
-_MASK32 = np.uint64(0xFFFFFFFF)
-_MULTIPLIER_0 = np.uint64(0xD2511F53)
-_MULTIPLIER_1 = np.uint64(0xCD9E8D57)
-_WEYL_0 = np.uint64(0x9E3779B9)
-_WEYL_1 = np.uint64(0xBB67AE85)
-_SHIFT = np.uint64(32)
+PHILOX_MASK32 = np.uint64(0xFFFFFFFF)
+PHILOX_M0 = np.uint64(0xD2511F53)
+PHILOX_M1 = np.uint64(0xCD9E8D57)
+PHILOX_W0 = np.uint64(0x9E3779B9)
+PHILOX_W1 = np.uint64(0xBB67AE85)
+PHILOX_SHIFT = np.uint64(32)
 
 
 @njit(nogil=True, cache=True, inline="always")
 def philox4x32(counter, key):
     """Ten Philox rounds on the 64-bit `counter` with the 64-bit `key`; four uint32 words."""
-    c0 = counter & _MASK32
-    c1 = counter >> _SHIFT
+    c0 = counter & PHILOX_MASK32
+    c1 = counter >> PHILOX_SHIFT
     c2 = np.uint64(0)
     c3 = np.uint64(0)
-    k0 = key & _MASK32
-    k1 = key >> _SHIFT
+    k0 = key & PHILOX_MASK32
+    k1 = key >> PHILOX_SHIFT
     for _ in range(10):
-        product0 = _MULTIPLIER_0 * c0
-        product1 = _MULTIPLIER_1 * c2
-        hi0, lo0 = product0 >> _SHIFT, product0 & _MASK32
-        hi1, lo1 = product1 >> _SHIFT, product1 & _MASK32
+        product0 = PHILOX_M0 * c0
+        product1 = PHILOX_M1 * c2
+        hi0, lo0 = product0 >> PHILOX_SHIFT, product0 & PHILOX_MASK32
+        hi1, lo1 = product1 >> PHILOX_SHIFT, product1 & PHILOX_MASK32
         c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
-        k0 = (k0 + _WEYL_0) & _MASK32
-        k1 = (k1 + _WEYL_1) & _MASK32
+        k0 = (k0 + PHILOX_W0) & PHILOX_MASK32
+        k1 = (k1 + PHILOX_W1) & PHILOX_MASK32
     return c0, c1, c2, c3
 
 

@@ -117,6 +117,8 @@ def philox_normal_reference(count: int, seed: int, bits: int = 32) -> np.ndarray
 
     `bits`: how many top bits of each word make a uniform (24 for float32, 32 for float64).
     """
+    from ..kernels.random import PHILOX_M0, PHILOX_M1, PHILOX_W0, PHILOX_W1
+
     mask = np.uint64(0xFFFFFFFF)
     groups = np.arange((count + 3) // 4, dtype=np.uint64)
     c0, c1 = groups & mask, groups >> np.uint64(32)
@@ -125,16 +127,16 @@ def philox_normal_reference(count: int, seed: int, bits: int = 32) -> np.ndarray
     key = np.uint64(seed & 0xFFFFFFFFFFFFFFFF)
     k0, k1 = key & mask, key >> np.uint64(32)
     for _ in range(10):
-        product0 = np.uint64(0xD2511F53) * c0
-        product1 = np.uint64(0xCD9E8D57) * c2
+        product0 = PHILOX_M0 * c0
+        product1 = PHILOX_M1 * c2
         c0, c1, c2, c3 = (
             (product1 >> np.uint64(32)) ^ c1 ^ k0,
             product1 & mask,
             (product0 >> np.uint64(32)) ^ c3 ^ k1,
             product0 & mask,
         )
-        k0 = (k0 + np.uint64(0x9E3779B9)) & mask
-        k1 = (k1 + np.uint64(0xBB67AE85)) & mask
+        k0 = (k0 + PHILOX_W0) & mask
+        k1 = (k1 + PHILOX_W1) & mask
     words = np.stack([c0, c1, c2, c3], axis=1) >> np.uint64(32 - bits)
     uniform = (words.astype(np.float64) + 0.5) * 2.0**-bits
     radius = np.sqrt(-2.0 * np.log(uniform[:, 0::2]))
