@@ -84,10 +84,30 @@ def worker_lanes(trace: Trace) -> list[str]:
     return sorted({event.lane for event in trace.ops()}, key=trace.lanes.index)
 
 
+def compute_lanes(trace: Trace) -> list[str]:
+    """Lanes that computed (ran ops or shards): copy and transfer lanes are not workers."""
+    return [
+        lane
+        for lane in trace.lanes
+        if any(e.lane == lane and e.kind != "copy" for e in trace.events)
+    ]
+
+
 def lower_bound(trace: Trace, workers: int | None = None) -> int:
-    """max(work / P, critical path) in ns; P defaults to the number of lanes that did work."""
-    workers = workers or max(1, len(trace.lanes))
+    """max(work / P, critical path) in ns; P defaults to the number of lanes that computed."""
+    workers = workers or max(1, len(compute_lanes(trace)))
     return max(total_work(trace) // workers, critical_path(trace).length)
+
+
+def input_wait(trace: Trace, events: Iterable[TraceEvent]) -> list[int]:
+    """For each op with traced inputs: ns between its last input's end and its own start."""
+    by_name = op_events_by_name(trace)
+    waits = []
+    for event in events:
+        ends = [by_name[name].end for name in event.inputs if name in by_name]
+        if ends:
+            waits.append(max(0, event.start - max(ends)))
+    return waits
 
 
 def utilization(trace: Trace) -> dict[str, float]:

@@ -57,6 +57,9 @@ class Config:
     #: `distributed.Client`; with neither, the session starts and owns a LocalCluster.
     dask_address: str | None = None
     dask_client: Any = None
+    #: executor="dask": pin top-level scopes to workers, e.g. {"net1": 0, "net2": 1} (the N-th
+    #: worker by address), like a `pg.device("worker:N")` scope; None lets Dask choose.
+    dask_placement: dict[str, int] | None = None
 
     def __init__(self, **settings: Any):
         names = {f.name for f in fields(self)}
@@ -87,6 +90,16 @@ class Config:
                 raise ValueError(
                     f"Config.{name} must be one of {allowed}, got {getattr(self, name)!r}"
                 )
+        placement = self.dask_placement
+        if placement is not None and not (
+            isinstance(placement, dict)
+            and all(
+                isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in placement.items()
+            )
+        ):
+            raise ValueError(
+                f"Config.dask_placement must map scope names to worker numbers, got {placement!r}"
+            )
         if self.dask_address is not None and not isinstance(self.dask_address, str):
             raise ValueError(f"Config.dask_address must be a string, got {self.dask_address!r}")
         if not isinstance(self.soft_placement, bool):

@@ -13,7 +13,9 @@ checked in this order:
 4. **every worker busy**: while one scope ran without the other, every worker lane was running
    some op — there was no free worker to start the other;
 5. **ops too short**: the ops are so short (median below `SHORT_OP_NS`) that handing them to
-   another thread costs as much as running them (~15-40 us per hand-off on this kind of machine).
+   another thread costs as much as running them (~15-40 us per hand-off on this kind of machine);
+6. **scheduling latency**: ops started long after their inputs were ready (a Dask scheduler's
+   round trips, thread wake-ups), so workers idled between them.
 
 Then it compares the makespan with the bounds of `analysis` (work / P and the critical path)
 and proposes the one change most likely to help.
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
 OVERLAPPED = 0.5
 #: Median op duration under which dispatch overhead dominates.
 SHORT_OP_NS = 50_000
+#: An op waiting this long after its inputs were ready points at scheduling latency.
+LATENCY_NS = 1_000_000
 #: Ops shorter than this can all finish on one thread before a second one wakes up.
 WAKE_UP_NS = 1_000_000
 #: Fraction of the exclusive time during which all workers were busy to call them "all busy".
@@ -50,6 +54,7 @@ CAUSES = (
     "one worker",
     "all workers busy",
     "ops too short",
+    "scheduling latency",
 )
 
 
@@ -140,7 +145,7 @@ def explain(trace: Trace) -> Explanation:
     pairs_all = list(itertools.combinations(scopes, 2))
     pairs = tuple(_pair_report(trace, a, b, config) for a, b in pairs_all[:MAX_PAIRS])
     work = analysis.total_work(trace)
-    workers = max(1, len(trace.lanes))
+    workers = max(1, len(analysis.compute_lanes(trace)))
     path = analysis.critical_path(trace)
     bound = max(work // workers, path.length)
     makespan = trace.end - trace.start
@@ -162,7 +167,7 @@ def _pair_report(trace: Trace, a: str, b: str, config: dict[str, Any]) -> PairRe
     overlap = trace.overlap(a, b)
     if overlap >= OVERLAPPED:
         return PairReport(a, b, overlap, None, "")
-    for check in (_dependency, _soft_placement, _one_worker, _all_busy, _too_short):
+    for check in (_dependency, _soft_placement, _one_worker, _all_busy, _too_short, _latency):
         found = check(trace, a, b, config)
         if found is not None:
             return PairReport(a, b, overlap, *found)
@@ -275,6 +280,18 @@ def _too_short(trace: Trace, a: str, b: str, config: dict) -> tuple[str, str] | 
     return None
 
 
+def _latency(trace: Trace, a: str, b: str, config: dict) -> tuple[str, str] | None:
+    waits = analysis.input_wait(trace, _ops_of(trace, a, b))
+    if not waits or statistics.median(waits) < LATENCY_NS:
+        return None
+    where = "the Dask scheduler" if config.get("executor") == "dask" else "the scheduler"
+    return "scheduling latency", (
+        f"Cause: scheduling latency — an op started a median "
+        f"{statistics.median(waits) / 1e6:.2f} ms after its inputs were ready (round trips "
+        f"through {where}, thread wake-ups); workers sat idle in between."
+    )
+
+
 def _notes(trace: Trace) -> tuple[str, ...]:
     moved = [n for n in trace.metadata.get("notes", []) if "soft placement" in n]
     if not moved:
@@ -313,6 +330,11 @@ def _suggestion(
         return (
             "make ops bigger (batch the work) or use fewer inter-op threads: tiny ops cost more "
             "to hand off than to run."
+        )
+    if "scheduling latency" in causes:
+        return (
+            "fewer, bigger tasks: each dependency costs a scheduling round trip, so larger ops "
+            "(or the threads executor on one machine) spend less time waiting."
         )
     if "all workers busy" in causes:
         return (

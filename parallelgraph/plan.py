@@ -6,7 +6,7 @@
 - **Placement**: each op's device. Ops placed on gpu:0 run there when a GPU is usable (a real
   one, or Numba's simulator); otherwise — and for any other missing device — they run on cpu:0
   when `soft_placement` is on, and the plan records why; without it the session refuses the
-  graph before anything runs.
+  graph before anything runs. Under the dask executor "worker:N" pins an op to a Dask worker.
 - **Streams**: each GPU op's CUDA stream, from the `stream_policy` (see `streams.py`), and the
   producers on other streams it must wait for.
 - **Shards**: how many row ranges each op's work is cut into. The count follows the op's
@@ -104,7 +104,16 @@ def shard_bounds(definition: OpDef, op: Op) -> tuple[tuple[int, int], ...]:
 
 
 def place(op: Op, config: Config, gpu_available: bool = False) -> tuple[str, str | None]:
-    """The device an op runs on, and a note when soft placement moved it."""
+    """The device an op runs on, and a note when soft placement moved it.
+
+    "worker:N" pins an op to the N-th Dask worker (sorted by address) under the dask executor;
+    elsewhere it is soft-placed on cpu:0. Dask workers run CPU kernels only, so GPU ops under
+    the dask executor are soft-placed too.
+    """
+    if config.executor == "dask":
+        if op.device.startswith("worker:"):
+            return op.device, None
+        gpu_available = False
     if op.device == "cpu:0" or (op.device == "gpu:0" and gpu_available):
         return op.device, None
     if config.executor == "sequential" and op.device.startswith("gpu:"):
@@ -224,5 +233,11 @@ def _needed_ops(fetches: tuple[Op, ...], fed_ids: set[int]) -> list[Op]:
             continue
         seen[op.id] = op
         if op.id not in fed_ids:
-            stack.extend(t.op for t in op.inputs)
+            for tensor in op.inputs:
+                if tensor.op.id >= op.id:  # builders cannot do this: the graph was edited
+                    raise GraphError(
+                        f"op {describe(op)} consumes {tensor.name!r}, which comes after it in "
+                        "the graph: the graph was edited into a cycle or out of order"
+                    )
+                stack.append(tensor.op)
     return [seen[i] for i in sorted(seen)]

@@ -462,7 +462,10 @@ def _default_title(trace: Trace, window: _Window, zoomed: bool) -> str:
     config = trace.metadata.get("config") or {}
     name = trace.metadata.get("graph", "trace")
     parts = [str(name)]
-    if "inter_op_threads" in config or "intra_op_threads" in config:
+    if config.get("executor") == "dask":
+        workers = len({lane.split("/")[0] for lane in trace.lanes if lane.startswith("worker")})
+        parts[0] += f": dask, {workers} worker(s), intra-op {config.get('intra_op_threads', '?')}"
+    elif "inter_op_threads" in config or "intra_op_threads" in config:
         inter, intra = config.get("inter_op_threads", "?"), config.get("intra_op_threads", "?")
         parts[0] += f": inter-op {inter}, intra-op {intra}"
     parts.append(f"makespan {trace.makespan_ms:.2f} ms")

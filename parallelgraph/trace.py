@@ -55,12 +55,13 @@ def _events_from_records(plan: Plan, records: list[tuple[Any, ...]]) -> tuple[Tr
     for kind, step_index, lane, start, end, shard in records:
         if kind == "copy":  # ("copy", value's op name, lane, start, end, bytes)
             name, nbytes = step_index, shard
+            device = "gpu:0" if lane.startswith("copy/") else lane.split("/", 1)[0]
             events.append(
                 TraceEvent(
                     name,
                     "copy",
                     name.rpartition("/")[0],
-                    "gpu:0",
+                    device,
                     "copy",
                     lane,
                     start,

@@ -168,3 +168,20 @@ def test_imported_tensorflow_timeline_is_explained():
     assert report.pairs[0].scope_a == "net1" and not report.pairs[0].overlapped
     assert report.pairs[0].cause == "one stream"
     assert "gpu:0/stream:14" in str(report)
+
+
+def test_cause_scheduling_latency():
+    metadata = {"config": {"inter_op_threads": 2, "executor": "dask"}}
+    trace = Trace(
+        (
+            op("net1/a", "worker-0/0", 0, 2 * MS),
+            op("net1/b", "worker-0/0", 7 * MS, 9 * MS, ("net1/a",)),
+            op("net2/c", "worker-1/0", 9 * MS, 11 * MS),
+            op("net2/d", "worker-1/0", 16 * MS, 18 * MS, ("net2/c",)),
+        ),
+        metadata,
+    )
+    report = explain(trace)
+    assert report.pairs[0].cause == "scheduling latency"
+    assert "median 5.00 ms after its inputs" in str(report) and "Dask scheduler" in str(report)
+    assert "fewer, bigger tasks" in report.suggestion

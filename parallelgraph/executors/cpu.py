@@ -91,26 +91,7 @@ class ThreadsExecutor:
 
     def _execute(self, step: Step, args: list[Any], lane: str, record: Recorder | None) -> Any:
         """Run one op (all its shards) on this thread, with helpers from the intra-op pool."""
-        op, definition, shards = step.op, step.definition, step.shards
-        start = clock() if record else 0
-        work = definition.prepare(op, args, len(shards), self.config)
-        if len(shards) == 1:
-            definition.compute(op, work, 0, *shards[0])
-        else:
-            job = ShardJob(
-                len(shards),
-                lambda shard: definition.compute(op, work, shard, *shards[shard]),
-                step.index,
-                record,
-                clock,
-            )
-            self._intra.run(job, lane)
-            if job.error is not None:
-                raise job.error
-        value = definition.finish(op, work)
-        if record:
-            record(("op", step.index, lane, start, clock(), -1))
-        return value
+        return execute_step(step, args, lane, record, self.config, self._intra)
 
     def close(self) -> None:
         """Join every thread this executor started. Idempotent."""
@@ -124,6 +105,42 @@ class ThreadsExecutor:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def execute_step(
+    step: Any,
+    args: list[Any],
+    lane: str,
+    record: Recorder | None,
+    config: Config,
+    intra: IntraOpPool,
+) -> Any:
+    """Run one op (all its shards) on the calling thread, with helpers from `intra`.
+
+    `step` is a plan Step or anything with its `index`, `op`, `definition` and `shards` (the Dask
+    executor sends workers such a stand-in). The op's event goes to `record` on `lane`, its
+    shards on the lanes of the threads that computed them.
+    """
+    op, definition, shards = step.op, step.definition, step.shards
+    start = clock() if record else 0
+    work = definition.prepare(op, args, len(shards), config)
+    if len(shards) == 1:
+        definition.compute(op, work, 0, *shards[0])
+    else:
+        job = ShardJob(
+            len(shards),
+            lambda shard: definition.compute(op, work, shard, *shards[shard]),
+            step.index,
+            record,
+            clock,
+        )
+        intra.run(job, lane)
+        if job.error is not None:
+            raise job.error
+    value = definition.finish(op, work)
+    if record:
+        record(("op", step.index, lane, start, clock(), -1))
+    return value
 
 
 class SequentialExecutor(ThreadsExecutor):
