@@ -24,7 +24,7 @@ import parallelgraph as pg
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--sizes", default="small,medium")
     args = parser.parse_args()
     rows, errors = [], []
@@ -33,7 +33,7 @@ def main() -> None:
             grid = {"size": [size], "inter": [1, 2, 4], "intra": [1, 2]}
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                result = pg.sweep(preset, grid, repeats=args.repeats, progress=False)
+                result = pg.sweep(preset, grid, repeats=args.repeats, warmup=3, progress=False)
             for row in result.rows():
                 error = row["predicted_ms"] / row["median_ms"] - 1
                 if row["verdict"] != "baseline":
