@@ -21,8 +21,10 @@ inter 1 / intra 1 gives clean numbers; one measured with oversubscription is cor
 average load its events saw). The result is a Trace (lanes, op and shard events) that plots,
 overlaps and explains like a measured one, with `metadata["simulated"] = True`.
 
-Limits, said plainly: memory-bandwidth contention, cache effects and thread wake-up jitter are
-not modelled; GPU stream traces are not simulated (raises ValueError).
+GPU traces (ops on `stream/*` lanes) are replayed on `Config.streams` streams assigned by
+`Config.stream_policy` (`replay_streams`). Limits, said plainly: memory-bandwidth contention,
+cache effects and thread wake-up jitter are only approximated on the CPU; on the GPU, kernels on
+different streams are assumed not to compete for the multiprocessors.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ WAKE_UP_NS = 100_000
 #: Share of the cores' work that time-sliced threads still get done when there are more of them
 #: than cores (measured on the 2-core VM: 2 inter x 2 intra ran 12-21% slower than a fair share).
 OVERSUBSCRIBED_EFFICIENCY = 0.85
+#: Host time per kernel launch from Python with numba-cuda (6-20 us, shared/recipes/gpu-notes).
+LAUNCH_NS = 10_000
 
 
 @dataclass
@@ -288,22 +292,76 @@ class Replay:
         )
 
 
+def replay_streams(ops: list[TraceEvent], config: Config) -> list[TraceEvent]:
+    """GPU ops on `config.streams` streams assigned by `config.stream_policy`.
+
+    Each op keeps its measured kernel time; the host launches them in their measured order,
+    `LAUNCH_NS` apart; a stream runs its kernels one after another, and an op starts once its
+    stream is free and its inputs are done (the CUDA events). Kernels on different streams are
+    assumed not to slow each other down — true for kernels that leave the GPU room, optimistic
+    for kernels that fill it.
+    """
+    from .streams import POLICIES
+
+    ordered = sorted(ops, key=lambda e: e.start)
+    index = {event.name: i for i, event in enumerate(ordered)}
+    producers = {
+        i: sorted(index[name] for name in event.inputs if name in index)
+        for i, event in enumerate(ordered)
+    }
+    stream_of = POLICIES[config.stream_policy].assign(
+        list(range(len(ordered))), producers, config.streams
+    )
+    stream_free: dict[int, float] = {}
+    ends: dict[int, float] = {}
+    events = []
+    for i, event in enumerate(ordered):
+        stream = stream_of[i]
+        start = max(
+            [(i + 1) * LAUNCH_NS, stream_free.get(stream, 0.0)] + [ends[p] for p in producers[i]]
+        )
+        ends[i] = stream_free[stream] = start + event.duration
+        events.append(_moved(event, f"stream/{stream}", start, ends[i]))
+    return events
+
+
+def _moved(event: TraceEvent, lane: str, start: float, end: float) -> TraceEvent:
+    return TraceEvent(
+        event.name,
+        event.op_type,
+        event.scope,
+        event.device,
+        event.kind,
+        lane,
+        int(start),
+        int(end),
+        event.flops,
+        event.bytes,
+        event.shard,
+        event.inputs,
+    )
+
+
 def simulate(trace: Trace, config: Config | None = None, cores: int | None = None) -> Trace:
     """Predict the timeline of the traced graph under `config` (see the module docstring).
 
     >>> predicted = pg.simulate(trace, pg.Config(inter_op_threads=2))   # doctest: +SKIP
     >>> predicted.makespan_ms, predicted.plot()                          # doctest: +SKIP
     """
-    if any(e.lane.startswith("stream/") for e in trace.ops()):
-        raise ValueError("simulate() replays CPU traces; GPU stream traces are not modelled yet")
     config = (config or Config()).resolved()
     cores = cores or trace.metadata.get("cores") or cpu_count()
-    measured_cores = trace.metadata.get("cores") or cores
-    ops = model_ops(trace, measured_cores)
-    replay = Replay(
-        ops, config.inter_op_threads, config.intra_op_threads, cores, dispatch_overhead(trace)
-    )
-    events = replay.run()
+    gpu = [e for e in trace.ops() if e.lane.startswith("stream/")]
+    if gpu:
+        if len(gpu) != len(trace.ops()):
+            raise ValueError("simulate() replays CPU traces or GPU traces, not both in one graph")
+        events = replay_streams(gpu, config)
+    else:
+        measured_cores = trace.metadata.get("cores") or cores
+        ops = model_ops(trace, measured_cores)
+        replay = Replay(
+            ops, config.inter_op_threads, config.intra_op_threads, cores, dispatch_overhead(trace)
+        )
+        events = replay.run()
     events.sort(key=lambda e: (e.start, e.kind != "op"))
     metadata = {
         "config": config.as_dict(),

@@ -68,10 +68,47 @@ def test_contended_measurements_are_corrected_to_single_core_work():
     assert simulate(trace, config(2), cores=2).makespan_ms == pytest.approx(10.1, rel=0.02)
 
 
-def test_gpu_traces_are_refused_and_real_runs_replay():
-    gpu = Trace((TraceEvent("a", "x", "", "gpu:0", "op", "stream/0", 0, 5),), {})
-    with pytest.raises(ValueError, match="GPU stream traces"):
-        simulate(gpu, config(2))
+def gpu_op(name, stream, start, end, inputs=()):
+    return TraceEvent(
+        name,
+        "matmul",
+        name.split("/")[0],
+        "gpu:0",
+        "op",
+        f"stream/{stream}",
+        start,
+        end,
+        0,
+        0,
+        None,
+        inputs,
+    )
+
+
+def test_gpu_traces_replay_on_more_streams():
+    """net1 and net2 measured on one stream; on two streams (branches) they run side by side."""
+    single = Trace(
+        (
+            gpu_op("net1/a", 0, 0, 5 * MS),
+            gpu_op("net1/b", 0, 5 * MS, 10 * MS, ("net1/a",)),
+            gpu_op("net2/c", 0, 10 * MS, 15 * MS),
+            gpu_op("net2/d", 0, 15 * MS, 20 * MS, ("net2/c",)),
+            gpu_op("out", 0, 20 * MS, 21 * MS, ("net1/b", "net2/d")),
+        ),
+        {},
+    )
+    same = simulate(single, pg.Config(streams=1))
+    assert same.makespan_ms == pytest.approx(21, rel=0.01)
+    two = simulate(single, pg.Config(streams=2, stream_policy="branches"))
+    assert two.makespan_ms == pytest.approx(11, rel=0.02)
+    assert two.overlap("net1", "net2") > 0.9
+    assert {e.lane for e in two.ops() if e.scope == "net2"} == {"stream/1"}
+    mixed = Trace((*single.events, op("cpu/x", 0, 5)), {})
+    with pytest.raises(ValueError, match="not both"):
+        simulate(mixed, config(2))
+
+
+def test_real_runs_replay():
     from parallelgraph.presets import two_networks
 
     preset = two_networks("tiny")
