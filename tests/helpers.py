@@ -50,6 +50,10 @@ class FailingOp(OpDef):
     def compute(self, op, work, shard, row_start, row_stop):
         FailingOp.calls.append(op.name)
         fail = op.attrs["fail"]
+        if fail == "exit":  # kills the process running it: only ever run on a Dask worker
+            import os
+
+            os._exit(13)
         if fail is True or (fail == "once" and FailingOp.calls.count(op.name) == 1):
             raise ZeroDivisionError(f"injected failure in {op.name}")
         work[1][row_start:row_stop] = work[0][row_start:row_stop]

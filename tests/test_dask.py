@@ -326,3 +326,33 @@ def _alive(pid: int) -> bool:
             return stat.read().split(") ")[1][0] != "Z"
     except OSError:
         return False
+
+
+def test_an_op_that_keeps_killing_its_workers_fails_naming_it_without_hanging():
+    """The KilledWorker path: a task that kills every worker it lands on."""
+    import dask
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        cluster = distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=logging.CRITICAL,
+        )
+        own = distributed.Client(cluster, set_as_default=False)
+    try:
+        own.wait_for_workers(2, timeout=30)
+        g = pg.Graph("poison")
+        with g.as_default(), pg.scope("bad"):
+            out = pg.relu(failing(pg.random_normal((8, 8), seed=1), fail="exit", name="poison"))
+        start = time.monotonic()
+        with pg.Session(g, dask_config(own)) as sess:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                with pytest.raises(pg.OpError, match=r"'bad/poison'"):
+                    sess.run(out)
+        assert time.monotonic() - start < BOUNDED_S
+    finally:
+        own.close()
+        cluster.close()
