@@ -89,11 +89,11 @@ def estimated_ns(definition: OpDef, cost: Cost) -> float:
     return cost.flops / definition.flops_per_ns + cost.bytes / BYTES_PER_NS
 
 
-def shard_bounds(definition: OpDef, op: Op) -> tuple[tuple[int, int], ...]:
-    """Row ranges for the op's shards: a function of the op's shapes only."""
+def shard_bounds(definition: OpDef, op: Op, cost: Cost) -> tuple[tuple[int, int], ...]:
+    """Row ranges for the op's shards: a function of the op's shapes (and so of its cost) only."""
     rows = definition.rows(op)
     blocks = max(1, -(-rows // definition.row_align))
-    wanted = int(estimated_ns(definition, definition.cost(op)) // MIN_SHARD_NS)
+    wanted = int(estimated_ns(definition, cost) // MIN_SHARD_NS)
     count = max(1, min(wanted, MAX_SHARDS, blocks, rows // definition.min_shard_rows))
     bounds = []
     for shard in range(count):
@@ -167,6 +167,7 @@ def build_plan(
     steps = []
     for op in steps_ops:
         definition = opdef(op.type)
+        cost = definition.cost(op)
         steps.append(
             Step(
                 index=step_of[op.id],
@@ -175,9 +176,9 @@ def build_plan(
                 slot=slot_of[op.id],
                 input_slots=tuple(slot_of[t.op.id] for t in op.inputs),
                 consumers=tuple(consumers[step_of[op.id]]),
-                shards=shard_bounds(definition, op),
+                shards=shard_bounds(definition, op, cost),
                 device=devices[op.id],
-                cost=definition.cost(op),
+                cost=cost,
                 stream=streams.get(step_of[op.id]),
                 waits=waits.get(step_of[op.id], ()),
             )

@@ -105,9 +105,7 @@ def lane_sort_key(lane: str) -> tuple[int, str, int, str]:
     return (order, pool, int(worker) if worker.isdigit() else 0, worker)
 
 
-def merge_intervals(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Union of [start, end) intervals as a sorted list of disjoint intervals."""
-    return intervals_module.merge(intervals)
+merge_intervals = intervals_module.merge  # the union of [start, end) intervals
 
 
 def intersection_length(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> int:

@@ -30,16 +30,21 @@ distributed = pytest.importorskip("distributed")
 BOUNDED_S = 60
 
 
-@pytest.fixture(scope="module")
-def client():
+def two_worker_cluster(log_level: int):
+    """A LocalCluster of 2 worker processes with 1 thread each, and a Client of it."""
     cluster = distributed.LocalCluster(
         n_workers=2,
         threads_per_worker=1,
         processes=True,
         dashboard_address=":0",
-        silence_logs=logging.ERROR,
+        silence_logs=log_level,
     )
-    client = distributed.Client(cluster, set_as_default=False)
+    return cluster, distributed.Client(cluster, set_as_default=False)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster, client = two_worker_cluster(logging.ERROR)
     client.wait_for_workers(2, timeout=30)
     yield client
     client.close()
@@ -333,14 +338,7 @@ def test_an_op_that_keeps_killing_its_workers_fails_naming_it_without_hanging():
     import dask
 
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
-        cluster = distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            silence_logs=logging.CRITICAL,
-        )
-        own = distributed.Client(cluster, set_as_default=False)
+        cluster, own = two_worker_cluster(logging.CRITICAL)
     try:
         own.wait_for_workers(2, timeout=30)
         g = pg.Graph("poison")
