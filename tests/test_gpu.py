@@ -159,15 +159,18 @@ def test_mixed_cpu_and_gpu_graph_copies_across_devices():
 
 def test_failing_gpu_kernel_raises_op_error_and_session_survives(monkeypatch):
     g, out, _ = seed_graph(device="gpu:0")
-    from parallelgraph.ops.math import MatMul
+    from parallelgraph.kernels import gpu
 
     with pg.Session(g, pg.Config(streams=2)) as sess:
         good = sess.run(out)
+        real_call = gpu.Launch.__call__
 
-        def broken(self, op, inputs, out_, stream):
-            raise MemoryError("out of device memory (injected)")
+        def broken(self, stream):
+            if self.kernel is gpu._matmul_kernel:
+                raise MemoryError("out of device memory (injected)")
+            real_call(self, stream)
 
-        monkeypatch.setattr(MatMul, "launch_gpu", broken)
+        monkeypatch.setattr(gpu.Launch, "__call__", broken)
         with pytest.raises(pg.OpError, match=r"MatMul.*out of device memory"):
             sess.run(out)
         monkeypatch.undo()
@@ -188,10 +191,41 @@ def test_gpu_available_in_the_simulator():
 @pytest.mark.gpu
 def test_two_streams_overlap_on_real_hardware():
     """On a real GPU, narrow kernels of net1 and net2 on two streams overlap."""
-    g, out, _ = seed_graph(batch=64, n_in=256, n_hidden=256, n_out=64, device="gpu:0")
+    from parallelgraph.presets import two_networks
+
+    preset = two_networks("narrow", device_name="gpu:0")
+    g, out = preset.graph, preset.fetch
     with pg.Session(g, pg.Config(streams=2, stream_policy="branches")) as sess:
         for _ in range(3):
             sess.run(out)
         _, trace = sess.run(out, trace=True)
-    assert trace.overlap("net1", "net2") > 0.3
+    assert trace.overlap("net1", "net2") > 0.5
     assert all(e.end >= e.start for e in trace.events)
+
+
+@pytest.mark.gpu
+def test_prepared_launches_are_replayed_and_match_numba_launches_bit_for_bit(monkeypatch):
+    """On a real GPU, a step's launches are built once and replayed through cuda.core; the
+    results are the same bits as launching every kernel through numba's dispatcher."""
+    from parallelgraph.kernels import gpu
+
+    g, fetches = all_ops_graph("float32")
+    results = {}
+    for direct in (False, True):
+        monkeypatch.setattr(gpu, "DIRECT_LAUNCH", direct)
+        with pg.Session(g, pg.Config(streams=2, stream_policy="branches")) as sess:
+            first = sess.run(fetches)
+            results[direct] = sess.run(fetches)
+            device = sess._executor._gpu
+            launches = [
+                launch
+                for buffers in device._plans.values()
+                for _, step_launches in buffers.launches.values()
+                for launch in step_launches
+                if isinstance(launch, gpu.Launch)
+            ]
+        assert launches and all(callable(launch._direct) == direct for launch in launches)
+        for a, b in zip(first, results[direct]):
+            np.testing.assert_array_equal(a, b)
+    for a, b in zip(results[False], results[True]):
+        np.testing.assert_array_equal(a, b)

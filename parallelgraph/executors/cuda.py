@@ -16,13 +16,16 @@ The device keeps the order:
 
 Every device buffer a plan needs (one per GPU step output, one per host value a GPU step reads)
 is allocated the first time the plan runs and reused afterwards: nothing is allocated between
-ops, which would serialize the device.
+ops, which would serialize the device. Since the buffers stay, so do each step's kernel launches
+(`OpDef.gpu_launches`, built on the step's first run and rebuilt only if its inputs are other
+device arrays): a run replays them, without numba's per-call argument handling.
 
-Timing: on a real GPU each step records a start and an end event on its own stream; every
-stream first waits on one base event; after the run, `base.elapsed_time(event)` puts every op on
-the host's time base. The CUDA simulator has no timing events and runs kernels synchronously at
-launch, so there the host clock around the launch is the op's time. Launches from two threads
-at once fail in the simulator, so there every CUDA call holds one lock.
+Timing: on a real GPU each step (and each copy) records a start and an end event on its own
+stream; every stream first waits on one base event; after the run, `base.elapsed_time(event)`
+puts every op and copy on the host's time base. The CUDA simulator has no timing events and runs
+kernels synchronously at launch, so there the host clock around the launch (or copy) is its
+time. Launches from two threads at once fail in the simulator, so there every CUDA call holds
+one lock.
 """
 
 from __future__ import annotations
@@ -69,6 +72,10 @@ class PlanBuffers:
     start_events: dict[int, Any]
     end_events: dict[int, Any]
     scratch: dict[int, Any]  # step index -> float64 scratch buffer, for kernels that want one
+    copy_events: dict[tuple[str, int], tuple[Any, Any]] = field(default_factory=dict)
+    # ("h2d" | "d2h", slot) -> (start, end) events of that copy, made on its first use
+    launches: dict[int, tuple[list[Any], list[Any]]] = field(default_factory=dict)
+    # step index -> (the device inputs they were built for, the step's kernels.gpu launches)
 
 
 @dataclass
@@ -78,6 +85,8 @@ class RunState:
     copied: dict[int, tuple[int, Any]] = field(default_factory=dict)  # slot -> (stream, event)
     host_copies: dict[int, np.ndarray] = field(default_factory=dict)
     launch_times: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # (op name, lane, start event, end event, bytes, host start, host end) per copy this run
+    copies: list[tuple[str, str, Any, Any, int, int, int]] = field(default_factory=list)
     base_event: Any = None
     base_ns: int = 0
 
@@ -168,6 +177,19 @@ class CudaDevice:
                 start = run.base_ns + self._elapsed_ns(run, buffers.start_events[step.index])
                 end = run.base_ns + self._elapsed_ns(run, buffers.end_events[step.index])
             record(("op", step.index, f"stream/{step.stream}", start, end, -1))
+        for name, lane, start_event, end_event, nbytes, host_start, host_end in run.copies:
+            if not self.simulated:
+                host_start = run.base_ns + self._elapsed_ns(run, start_event)
+                host_end = run.base_ns + self._elapsed_ns(run, end_event)
+            record(("copy", name, lane, host_start, host_end, nbytes))
+
+    def _copy_events(self, buffers: PlanBuffers, direction: str, slot: int) -> tuple[Any, Any]:
+        """The (start, end) events of one copy, made once per plan (events are cheap to make,
+        but making none during a run keeps the run free of driver allocations)."""
+        events = buffers.copy_events.get((direction, slot))
+        if events is None:
+            events = buffers.copy_events[(direction, slot)] = (self._event(), self._event())
+        return events
 
     @staticmethod
     def _elapsed_ns(run: RunState, event: Any) -> int:
@@ -187,16 +209,25 @@ class CudaDevice:
                 self._on_device(plan, slot, values[slot], step.stream, record)
                 for slot in step.input_slots
             ]
+            launches = self._launches(buffers, step, inputs, out)
             start = clock()
             buffers.start_events[step.index].record(stream)
-            scratch = buffers.scratch.get(step.index)
-            if scratch is None:
-                step.definition.launch_gpu(step.op, inputs, out, stream)
-            else:
-                step.definition.launch_gpu(step.op, inputs, out, stream, scratch=scratch)
+            for launch in launches:
+                launch(stream)
             buffers.end_events[step.index].record(stream)
             run.launch_times[step.index] = (start, clock())
         return out
+
+    @staticmethod
+    def _launches(buffers: PlanBuffers, step: Step, inputs: list[Any], out: Any) -> list[Any]:
+        """The step's launches, built on first use and again only if its inputs changed."""
+        cached = buffers.launches.get(step.index)
+        if cached is not None and all(a is b for a, b in zip(cached[0], inputs, strict=True)):
+            return cached[1]
+        scratch = buffers.scratch.get(step.index)
+        launches = step.definition.gpu_launches(step.op, inputs, out, scratch)
+        buffers.launches[step.index] = (inputs, launches)
+        return launches
 
     def _on_device(
         self, plan: Plan, slot: int, value: Any, stream_index: int, record: Recorder | None
@@ -217,15 +248,18 @@ class CudaDevice:
         if resident is not None and resident[0] is value:
             return resident[1]  # a constant or variable already on the device
         device = buffers.host_inputs[slot]
+        start_event, end_event = self._copy_events(buffers, "h2d", slot)
         start = clock()
+        start_event.record(stream)
         device.copy_to_device(value, stream=stream)
-        event = self.cuda.event()
-        event.record(stream)
-        run.copied[slot] = (stream_index, event)
+        end_event.record(stream)  # also what consumers on other streams wait on
+        run.copied[slot] = (stream_index, end_event)
         if op.type in ("constant", "variable"):
             self._resident[op.id] = (value, device)
         if record:
-            record(("copy", op.name, "copy/h2d", start, clock(), value.nbytes))
+            run.copies.append(
+                (op.name, "copy/h2d", start_event, end_event, value.nbytes, start, clock())
+            )
         return device
 
     def to_host(self, plan: Plan, slot: int, value: Any, record: Recorder | None) -> np.ndarray:
@@ -242,11 +276,18 @@ class CudaDevice:
         start = clock()
         buffers.end_events[producer.index].synchronize()  # outside the lock: others may launch
         with self._lock:
+            start_event, end_event = self._copy_events(buffers, "d2h", slot)
+            start_event.record(stream)
             value.copy_to_host(host, stream=stream)  # pageable memory: returns when copied
-            stream.synchronize()
+            end_event.record(stream)
+            end_event.synchronize()
         end = clock()
         if run is not None:
             run.host_copies[slot] = host
-        if record:
+            if record:
+                run.copies.append(
+                    (producer.op.name, "copy/d2h", start_event, end_event, host.nbytes, start, end)
+                )
+        elif record:
             record(("copy", producer.op.name, "copy/d2h", start, end, host.nbytes))
         return host

@@ -5,14 +5,26 @@ Imported only when a GPU path is used (it imports `numba.cuda`; under
 
 Launcher contract
 -----------------
-Every public function here is a *launcher*: it takes **device arrays** (numba ``DeviceNDArray``;
-a host NumPy array raises `TypeError`, since numba would copy it in and back synchronously) and a
-``stream``, checks shapes and dtypes on the host (cheap attribute reads), and enqueues one or two
-kernels on that stream. A launcher never synchronizes the host, never allocates device memory and
-never copies: the caller allocates every buffer once (and, for a large reduction, an optional
-float64 scratch buffer of `reduce_scratch_size` elements). Empty outputs launch nothing (a grid
-of zero blocks is an error in CUDA). Launch order on one stream is execution order, so the
-caller folds ``add_n`` as ``add(x0, x1, out)`` then ``accumulate(out, x2)``, ... like the CPU.
+Every op comes in two forms. ``matmul_launches(a, b, out)`` (and ``add_launches``, ...) takes
+**device arrays** (numba ``DeviceNDArray``; a host NumPy array raises `TypeError`, since numba
+would copy it in and back synchronously), checks shapes and dtypes once, and returns the list of
+`Launch` objects that compute the op: each is one kernel with every argument fixed, enqueued by
+``launch(stream)``. ``matmul(a, b, out, stream)`` is the one-shot form: build and enqueue.
+Nothing here synchronizes the host, allocates device memory or copies between host and device:
+the caller allocates every buffer once (and, for a large reduction, an optional float64 scratch
+buffer of `reduce_scratch_size` elements). Empty outputs launch nothing (a grid of zero blocks
+is an error in CUDA). Launch order on one stream is execution order, so ``add_n`` folds as
+``add(x0, x1, out)`` then ``accumulate(out, x2)``, ... like the CPU.
+
+Why `Launch` objects: the cuda executor allocates a plan's buffers once, so a step's kernels see
+the same arrays on every run and their launches can be built once and replayed. Numba's own
+launch path (``kernel[grid, block, stream](*args)``) types every argument and converts each
+array to kernel parameters on every call: 58-275 us per launch of a three-array kernel on the
+host of an H200 machine (6-9 us prepared), more than many of the kernels take. A `Launch` does
+that work once: its first call goes through numba (which compiles and launches), a hook captures
+the compiled kernel, and later calls hand the converted parameters straight to
+``cuda.core.launch`` (`DIRECT_LAUNCH`; in the CUDA simulator, or if numba's internals ever change
+shape, every call simply goes through numba).
 
 Numerics
 --------
@@ -53,27 +65,46 @@ with ``cache=True`` (ignored by the simulator).
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any, TypeAlias
 
 import numpy as np
+
+if not hasattr(np, "row_stack"):
+    # numba-cuda 0.30.4 registers an overload for np.row_stack when it compiles its first
+    # kernel; NumPy 2.5 removed that alias of vstack, and the compile then fails. Restore it.
+    np.row_stack = np.vstack
+
 from numba import cuda
 
 from .random import PHILOX_M0, PHILOX_M1, PHILOX_MASK32, PHILOX_SHIFT, PHILOX_W0, PHILOX_W1
 
 __all__ = [
+    "DIRECT_LAUNCH",
     "ELEMENTWISE_THREADS",
     "TILE",
+    "DeviceCopy",
+    "Launch",
     "accumulate",
+    "accumulate_launches",
     "add",
+    "add_launches",
     "launch_config",
     "matmul",
+    "matmul_launches",
     "multiply",
+    "multiply_launches",
     "random_normal",
+    "random_normal_launches",
     "reduce_chunks",
     "reduce_scratch_size",
     "reduce_sum",
+    "reduce_sum_launches",
     "relu",
+    "relu_launches",
+    "run_launches",
     "tanh",
+    "tanh_launches",
 ]
 
 DeviceArray: TypeAlias = Any
@@ -99,6 +130,104 @@ _MASK64 = 0xFFFFFFFFFFFFFFFF
 
 # Philox4x32-10 constants, shared with the CPU kernel (uint64, so every operation stays uint64).
 _ZERO64 = np.uint64(0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Launches
+
+DIRECT_LAUNCH = True
+"""Replay prepared launches through ``cuda.core.launch`` (True) or always through numba."""
+
+
+class Launch:
+    """One kernel with its grid, block and arguments fixed; ``launch(stream)`` enqueues it.
+
+    The first call goes through numba's dispatcher (compiling if needed). With `DIRECT_LAUNCH`
+    on a real GPU, that call also captures the compiled kernel (numba's pre-launch hook) and
+    converts the arguments to kernel parameters once; later calls pass them straight to
+    ``cuda.core.launch``. The arguments (device arrays) are kept alive by this object.
+    """
+
+    __slots__ = ("_direct", "args", "block", "grid", "kernel")
+
+    def __init__(self, kernel: Any, grid: Any, block: Any, args: tuple[Any, ...]):
+        self.kernel, self.grid, self.block, self.args = kernel, grid, block, args
+        # None: not prepared yet; False: numba launches it every time; else: the direct launcher
+        self._direct: Any = None
+
+    def __call__(self, stream: Stream) -> None:
+        direct = self._direct
+        if direct:
+            direct(stream)
+            return
+        configured = self.kernel[self.grid, self.block, stream]
+        captured: list[Any] = []
+        hooks = getattr(configured, "pre_launch_callbacks", None)
+        if DIRECT_LAUNCH and direct is None and hooks is not None:  # no hooks in the simulator
+            hooks.append(lambda kernel, _config: captured.append(kernel))
+        configured(*self.args)
+        if captured:
+            self._direct = _direct_launcher(captured[0], configured, self.args) or False
+
+    def __repr__(self) -> str:
+        name = getattr(self.kernel, "__name__", None) or getattr(self.kernel, "py_func", "?")
+        return f"Launch({name}, grid={self.grid}, block={self.block})"
+
+
+class DeviceCopy:
+    """A device-to-device copy, enqueued like a `Launch` (add_n of a single term)."""
+
+    __slots__ = ("source", "target")
+
+    def __init__(self, source: DeviceArray, target: DeviceArray):
+        self.source, self.target = source, target
+
+    def __call__(self, stream: Stream) -> None:
+        self.target.copy_to_device(self.source, stream=stream)
+
+
+def run_launches(launches: list[Any], stream: Stream) -> None:
+    """Enqueue `launches` on `stream`, in order."""
+    for launch in launches:
+        launch(stream)
+
+
+_core_streams: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _direct_launcher(kernel: Any, configured: Any, args: tuple[Any, ...]) -> Any:
+    """A function(stream) that launches the compiled `kernel` with `args` through cuda.core,
+    or None when numba's internals are not the expected ones (then numba launches every time).
+    """
+    try:
+        from cuda.core import LaunchConfig
+        from cuda.core import launch as core_launch
+        from numba.cuda._compat import CUDA_CORE_GE_1_0
+        from numba.cuda.cudadrv.driver import _to_core_stream
+
+        if getattr(kernel, "debug", False) or getattr(kernel, "extensions", None):
+            return None
+        parameters: list[Any] = []
+        for argument_type, value in zip(kernel.argument_types, args, strict=True):
+            kernel._prepare_args(argument_type, value, 0, [], parameters)
+        cooperative = {"is_cooperative" if CUDA_CORE_GE_1_0 else "cooperative_launch": False}
+        config = LaunchConfig(
+            grid=configured.griddim,
+            block=configured.blockdim,
+            shmem_size=configured.sharedmem,
+            **cooperative,
+        )
+        function = kernel._codelibrary.get_cufunc().kernel
+    except Exception:  # noqa: BLE001 - any surprise: keep numba's own launch path
+        return None
+
+    def launch(stream: Stream) -> None:
+        core_stream = _core_streams.get(stream)
+        if core_stream is None:
+            core_stream = _core_streams[stream] = _to_core_stream(stream)
+        core_launch(core_stream, config, function, *parameters)
+
+    return launch
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,6 +302,11 @@ def _matmul_kernel(a, b, out):
 
 def matmul(a: DeviceArray, b: DeviceArray, out: DeviceArray, stream: Stream) -> None:
     """out[m, n] = a[m, k] @ b[k, n] (k may be 0: zeros), accumulated in the dtype."""
+    run_launches(matmul_launches(a, b, out), stream)
+
+
+def matmul_launches(a: DeviceArray, b: DeviceArray, out: DeviceArray) -> list[Launch]:
+    """The launches of `matmul`."""
     _check_device(a, b, out)
     _check_dtype(a, b, out)
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
@@ -180,11 +314,11 @@ def matmul(a: DeviceArray, b: DeviceArray, out: DeviceArray, stream: Stream) -> 
     m, n = a.shape[0], b.shape[1]
     _check_shape("matmul out", out, (m, n))
     if m == 0 or n == 0:
-        return
+        return []
     grid = ((n + TILE - 1) // TILE, (m + TILE - 1) // TILE)
     if grid[1] > _MAX_GRID_Y:
         raise ValueError(f"matmul: {m} rows exceed the grid limit ({_MAX_GRID_Y * TILE})")
-    _matmul_kernel[grid, (TILE, TILE), stream](a, b, out)
+    return [Launch(_matmul_kernel, grid, (TILE, TILE), (a, b, out))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -217,9 +351,9 @@ def _binary_vector_kernel(a, b, out, multiply, b_step):
             out[row, col] = a[row, col] + value
 
 
-def _binary(
-    a: DeviceArray, b: DeviceArray, out: DeviceArray, stream: Stream, multiply: bool
-) -> None:
+def _binary_launches(
+    a: DeviceArray, b: DeviceArray, out: DeviceArray, multiply: bool
+) -> list[Launch]:
     _check_device(a, b, out)
     _check_dtype(a, b, out)
     if len(a.shape) != 2:
@@ -228,24 +362,33 @@ def _binary(
     rows, cols = a.shape
     blocks, threads = launch_config(rows * cols)
     if tuple(b.shape) == tuple(a.shape):
-        if blocks:
-            _binary_same_kernel[blocks, threads, stream](a, b, out, multiply)
-        return
+        arguments: tuple[Any, ...] = (a, b, out, multiply)
+        return [Launch(_binary_same_kernel, blocks, threads, arguments)] if blocks else []
     if len(b.shape) != 1 or b.shape[0] not in (1, cols):
         raise ValueError(f"b must be {a.shape}, ({cols},) or (1,), got {b.shape}")
-    if blocks:
-        step = 1 if b.shape[0] == cols else 0
-        _binary_vector_kernel[blocks, threads, stream](a, b, out, multiply, step)
+    step = 1 if b.shape[0] == cols else 0
+    arguments = (a, b, out, multiply, step)
+    return [Launch(_binary_vector_kernel, blocks, threads, arguments)] if blocks else []
+
+
+def add_launches(a: DeviceArray, b: DeviceArray, out: DeviceArray) -> list[Launch]:
+    """The launches of `add`."""
+    return _binary_launches(a, b, out, False)
+
+
+def multiply_launches(a: DeviceArray, b: DeviceArray, out: DeviceArray) -> list[Launch]:
+    """The launches of `multiply`."""
+    return _binary_launches(a, b, out, True)
 
 
 def add(a: DeviceArray, b: DeviceArray, out: DeviceArray, stream: Stream) -> None:
     """out = a + b; a, out 2-D (rows, cols); b the same shape, a bias (cols,) or a scalar (1,)."""
-    _binary(a, b, out, stream, False)
+    run_launches(add_launches(a, b, out), stream)
 
 
 def multiply(a: DeviceArray, b: DeviceArray, out: DeviceArray, stream: Stream) -> None:
     """out = a * b, broadcasting `b` like `add`."""
-    _binary(a, b, out, stream, True)
+    run_launches(multiply_launches(a, b, out), stream)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,28 +420,42 @@ def _accumulate_kernel(out, x):
         out[j] += x[j]
 
 
-def _unary(kernel: Any, first: DeviceArray, second: DeviceArray, stream: Stream) -> None:
+def _unary_launches(kernel: Any, first: DeviceArray, second: DeviceArray) -> list[Launch]:
     _check_device(first, second)
     _check_dtype(first, second)
     _check_1d(first, second)
     blocks, threads = launch_config(first.shape[0])
-    if blocks:
-        kernel[blocks, threads, stream](first, second)
+    return [Launch(kernel, blocks, threads, (first, second))] if blocks else []
+
+
+def relu_launches(x: DeviceArray, out: DeviceArray) -> list[Launch]:
+    """The launches of `relu`."""
+    return _unary_launches(_relu_kernel, x, out)
+
+
+def tanh_launches(x: DeviceArray, out: DeviceArray) -> list[Launch]:
+    """The launches of `tanh`."""
+    return _unary_launches(_tanh_kernel, x, out)
+
+
+def accumulate_launches(out: DeviceArray, x: DeviceArray) -> list[Launch]:
+    """The launches of `accumulate`."""
+    return _unary_launches(_accumulate_kernel, out, x)
 
 
 def relu(x: DeviceArray, out: DeviceArray, stream: Stream) -> None:
     """out = max(x, 0) on 1-D arrays; NaN stays NaN."""
-    _unary(_relu_kernel, x, out, stream)
+    run_launches(relu_launches(x, out), stream)
 
 
 def tanh(x: DeviceArray, out: DeviceArray, stream: Stream) -> None:
     """out = tanh(x) on 1-D arrays."""
-    _unary(_tanh_kernel, x, out, stream)
+    run_launches(tanh_launches(x, out), stream)
 
 
 def accumulate(out: DeviceArray, x: DeviceArray, stream: Stream) -> None:
     """out += x on 1-D arrays (add_n's fold step)."""
-    _unary(_accumulate_kernel, out, x, stream)
+    run_launches(accumulate_launches(out, x), stream)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,6 +553,13 @@ def reduce_sum(
     outputs over a long axis are computed in two passes with many more threads. Deterministic:
     the result depends only on the shapes and on whether scratch is given.
     """
+    run_launches(reduce_sum_launches(x, out, mean, scratch), stream)
+
+
+def reduce_sum_launches(
+    x: DeviceArray, out: DeviceArray, mean: bool = False, scratch: DeviceArray | None = None
+) -> list[Launch]:
+    """The launches of `reduce_sum`: one, or two with scratch (partials, then combine)."""
     _check_device(x, out)
     _check_dtype(x, out)
     if len(x.shape) != 3:
@@ -404,12 +568,11 @@ def reduce_sum(
     _check_shape("reduce_sum out", out, (outer, inner))
     outputs = outer * inner
     if outputs == 0:
-        return
+        return []
     chunks = reduce_chunks(outer, length, inner) if scratch is not None else 1
     if chunks == 1:
         blocks, threads = launch_config(outputs)
-        _reduce_direct_kernel[blocks, threads, stream](x, out, mean)
-        return
+        return [Launch(_reduce_direct_kernel, blocks, threads, (x, out, mean))]
     _check_device(scratch)
     needed = outer * chunks * inner
     if len(scratch.shape) != 1 or scratch.shape[0] < needed or scratch.dtype != np.float64:
@@ -417,10 +580,10 @@ def reduce_sum(
             f"reduce_sum scratch must be 1-D float64 with >= {needed} elements, "
             f"got {scratch.shape} {scratch.dtype}"
         )
-    blocks, threads = launch_config(needed)
-    _reduce_partials_kernel[blocks, threads, stream](x, scratch, chunks)
-    blocks, threads = launch_config(outputs)
-    _reduce_combine_kernel[blocks, threads, stream](scratch, out, chunks, length, mean)
+    partials = Launch(_reduce_partials_kernel, *launch_config(needed), (x, scratch, chunks))
+    arguments = (scratch, out, chunks, length, mean)
+    combine = Launch(_reduce_combine_kernel, *launch_config(outputs), arguments)
+    return [partials, combine]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -497,17 +660,21 @@ def random_normal(out: DeviceArray, seed: int, mean: float, stddev: float, strea
     j (up to libm and FMA rounding): counter j // 4, 64-bit key `seed` (taken modulo 2**64),
     uniforms from the top 24 (float32) or 32 (float64) bits of each word.
     """
+    run_launches(random_normal_launches(out, seed, mean, stddev), stream)
+
+
+def random_normal_launches(out: DeviceArray, seed: int, mean: float, stddev: float) -> list[Launch]:
+    """The launches of `random_normal`."""
     _check_device(out)
     dtype = _check_dtype(out)
     if len(out.shape) != 1:
         raise ValueError(f"random_normal needs a 1-D (flattened) out, got {out.shape}")
     count = out.shape[0]
     if count == 0:
-        return
+        return []
     bits = 24 if dtype == np.float32 else 32
     cast = dtype.type
-    blocks, threads = launch_config((count + 3) // 4)
-    _normal_kernel[blocks, threads, stream](
+    arguments = (
         out,
         np.uint64(int(seed) & _MASK64),
         np.uint64(32 - bits),
@@ -515,3 +682,4 @@ def random_normal(out: DeviceArray, seed: int, mean: float, stddev: float, strea
         cast(mean),
         cast(stddev),
     )
+    return [Launch(_normal_kernel, *launch_config((count + 3) // 4), arguments)]

@@ -85,8 +85,8 @@ class Add(ElementwiseBinary):
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         kernels.elementwise.add_rows(*work[:3], row_start, row_stop)
 
-    def launch_gpu(self, op: Any, inputs: list[Any], out: Any, stream: Any) -> None:
-        kernels.gpu.add(*_gpu_binary_operands(op, inputs, out), stream)
+    def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
+        return kernels.gpu.add_launches(*_gpu_binary_operands(op, inputs, out))
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
         return np.add(*args).astype(op.dtype)
@@ -100,8 +100,8 @@ class Multiply(ElementwiseBinary):
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         kernels.elementwise.multiply_rows(*work[:3], row_start, row_stop)
 
-    def launch_gpu(self, op: Any, inputs: list[Any], out: Any, stream: Any) -> None:
-        kernels.gpu.multiply(*_gpu_binary_operands(op, inputs, out), stream)
+    def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
+        return kernels.gpu.multiply_launches(*_gpu_binary_operands(op, inputs, out))
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
         return np.multiply(*args).astype(op.dtype)
@@ -125,8 +125,8 @@ class Relu(ElementwiseUnary):
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         kernels.elementwise.relu_rows(*work[:2], row_start, row_stop)
 
-    def launch_gpu(self, op: Any, inputs: list[Any], out: Any, stream: Any) -> None:
-        kernels.gpu.relu(inputs[0].reshape(inputs[0].size), out.reshape(out.size), stream)
+    def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
+        return kernels.gpu.relu_launches(inputs[0].reshape(inputs[0].size), out.reshape(out.size))
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
         return np.maximum(args[0], 0).astype(op.dtype)
@@ -141,8 +141,8 @@ class Tanh(ElementwiseUnary):
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         kernels.elementwise.tanh_rows(*work[:2], row_start, row_stop)
 
-    def launch_gpu(self, op: Any, inputs: list[Any], out: Any, stream: Any) -> None:
-        kernels.gpu.tanh(inputs[0].reshape(inputs[0].size), out.reshape(out.size), stream)
+    def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
+        return kernels.gpu.tanh_launches(inputs[0].reshape(inputs[0].size), out.reshape(out.size))
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
         return np.tanh(args[0]).astype(op.dtype)
@@ -177,17 +177,17 @@ class AddN(OpDef):
         for term in terms[2:]:
             kernels.elementwise.accumulate_rows(out, term, row_start, row_stop)
 
-    def launch_gpu(self, op: Any, inputs: list[Any], out: Any, stream: Any) -> None:
+    def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
         flat = [x.reshape(x.size) for x in inputs]
         out_flat = out.reshape(out.size)
         if len(flat) == 1:
-            out_flat.copy_to_device(flat[0], stream=stream)
-            return
+            return [kernels.gpu.DeviceCopy(flat[0], out_flat)]
         rows, columns = row_view_shape(op.shape)
         views = [x.reshape(rows, columns) for x in inputs[:2]]
-        kernels.gpu.add(views[0], views[1], out.reshape(rows, columns), stream)
+        launches = kernels.gpu.add_launches(views[0], views[1], out.reshape(rows, columns))
         for term in flat[2:]:
-            kernels.gpu.accumulate(out_flat, term, stream)
+            launches += kernels.gpu.accumulate_launches(out_flat, term)
+        return launches
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
         total = args[0].copy()
@@ -240,8 +240,8 @@ class MatMul(OpDef):
         kernel, a, b, out = work
         kernel(a, b, out, row_start, row_stop)
 
-    def launch_gpu(self, op: Any, inputs: list[Any], out: Any, stream: Any) -> None:
-        kernels.gpu.matmul(inputs[0], inputs[1], out, stream)
+    def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
+        return kernels.gpu.matmul_launches(inputs[0], inputs[1], out)
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
         return (args[0].astype(np.float64) @ args[1].astype(np.float64)).astype(op.dtype)
@@ -305,13 +305,11 @@ class ReduceSum(OpDef):
     def scale(self, total: np.ndarray, length: int) -> np.ndarray:
         return total
 
-    def launch_gpu(
-        self, op: Any, inputs: list[Any], out: Any, stream: Any, scratch: Any = None
-    ) -> None:
+    def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
         outer, length, inner = self.view(op)
         x = inputs[0].reshape(outer, length, inner)
         mean = self.type == "reduce_mean"
-        kernels.gpu.reduce_sum(x, out.reshape(outer, inner), stream, mean=mean, scratch=scratch)
+        return kernels.gpu.reduce_sum_launches(x, out.reshape(outer, inner), mean, scratch)
 
     def gpu_scratch_size(self, op: Any) -> int:
         return kernels.gpu.reduce_scratch_size(*self.view(op))

@@ -81,11 +81,13 @@ class OpDef:
         """Turn the filled work into the output value (combine partials in shard order)."""
         return work[-1]
 
-    def launch_gpu(self, op: Any, inputs: list[Any], out: Any, stream: Any) -> None:
-        """Launch the op's CUDA kernel(s) on `stream`: device arrays in, device `out` filled.
+    def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
+        """The op's CUDA work as `kernels.gpu.Launch` objects: device arrays in, `out` filled.
 
-        Asynchronous: it must not synchronize the host or allocate device memory. An op whose
-        `gpu_scratch_size` is not 0 also gets `scratch=`, a float64 device buffer of that size.
+        Built once per plan (a plan's device buffers never change) and enqueued on every run by
+        calling each with the step's stream. Building checks shapes only: it must not launch,
+        synchronize or allocate device memory. `scratch`: a float64 device buffer of
+        `gpu_scratch_size` elements when that is not 0.
         """
         raise NotImplementedError(f"op type {self.type!r} has no GPU kernel")
 

@@ -98,11 +98,11 @@ class RandomNormal(OpDef):
         out2d, seed, constants, shift, _ = work
         kernels.random.normal_rows(out2d, seed, constants, shift, row_start, row_stop)
 
-    def launch_gpu(self, op: Any, inputs: list[Any], out: Any, stream: Any) -> None:
+    def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
         seed = default_seed(op) & 0xFFFFFFFFFFFFFFFF
         attrs = op.attrs
-        kernels.gpu.random_normal(
-            out.reshape(out.size), seed, attrs["mean"], attrs["stddev"], stream
+        return kernels.gpu.random_normal_launches(
+            out.reshape(out.size), seed, attrs["mean"], attrs["stddev"]
         )
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
