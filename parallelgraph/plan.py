@@ -9,6 +9,11 @@
   graph before anything runs. Under the dask executor "worker:N" pins an op to a Dask worker.
 - **Streams**: each GPU op's CUDA stream, from the `stream_policy` (see `streams.py`), and the
   producers on other streams it must wait for.
+- **Priority**: which ready step a worker takes first. Graph order (depth-first along a chain,
+  which keeps few intermediate values alive) — except when GPU steps use several streams: then
+  breadth-first, by depth then graph order, so every stream gets its first kernel before any
+  gets its second. Launching one chain to its end first would leave the other streams idle for
+  as long as the host takes to launch it (tens of microseconds per kernel).
 - **Shards**: how many row ranges each op's work is cut into. The count follows the op's
   estimated time (an op too small to pay for a hand-off between threads is not split), and the
   boundaries depend only on the op's shapes, never on the thread counts. That is what makes every
@@ -78,10 +83,22 @@ class Plan:
     notes: tuple[str, ...]
     #: How many CUDA streams GPU steps use (0: no GPU step).
     streams: int = 0
+    #: priority[i]: rank of step i among ready steps (lower first; see the module docstring).
+    priority: tuple[int, ...] = ()
+    #: The inverse: by_priority[rank] is the step index.
+    by_priority: tuple[int, ...] = ()
 
     @property
     def uses_gpu(self) -> bool:
         return self.streams > 0
+
+    def useful_workers(self, threads: int) -> int:
+        """How many of `threads` inter-op workers can have work: at most one per CPU step, and
+        one for all GPU steps (launching a kernel takes microseconds; every extra woken thread
+        only contends for the GIL with the one launching, which on a GPU-only graph measurably
+        delays the launches: benchmarks/RESULTS.md, GPU streams)."""
+        cpu_steps = sum(1 for step in self.steps if not step.on_gpu)
+        return max(1, min(threads, cpu_steps + (1 if self.uses_gpu else 0)))
 
 
 def estimated_ns(definition: OpDef, cost: Cost) -> float:
@@ -184,6 +201,7 @@ def build_plan(
             )
         )
     fetch_slots = tuple(slot_of[op.id] for op in fetches)
+    order = _launch_order(steps) if len(set(streams.values())) > 1 else list(range(len(steps)))
     return Plan(
         graph=graph,
         steps=tuple(steps),
@@ -196,7 +214,18 @@ def build_plan(
         kept_slots=frozenset(fetch_slots) | {slot for slot, _ in sources},
         notes=tuple(notes),
         streams=(max(streams.values()) + 1) if streams else 0,
+        priority=tuple(sorted(range(len(order)), key=order.__getitem__)),
+        by_priority=tuple(order),
     )
+
+
+def _launch_order(steps: list[Step]) -> list[int]:
+    """Step indices breadth-first: by depth (longest chain of producers), then graph order."""
+    depth = [0] * len(steps)
+    for step in steps:  # topological order: a step's depth is final before it is read
+        for consumer in step.consumers:
+            depth[consumer] = max(depth[consumer], depth[step.index] + 1)
+    return sorted(range(len(steps)), key=lambda index: (depth[index], index))
 
 
 def _assign_streams(

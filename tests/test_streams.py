@@ -64,3 +64,36 @@ def test_cpu_ops_have_no_stream():
 def test_unknown_policy_is_refused():
     with pytest.raises(ValueError, match="stream_policy"):
         pg.Config(stream_policy="fastest")
+
+
+def test_multi_stream_plans_launch_breadth_first_and_cpu_plans_keep_graph_order():
+    """With GPU steps on several streams every chain gets its first kernel launched before any
+    gets its second; elsewhere ready steps are taken in graph order (depth-first on a chain)."""
+    from parallelgraph.presets import two_networks
+
+    preset = two_networks("tiny", device_name="gpu:0")
+
+    def launch_order(gpu=True, **config):
+        plan = build_plan(preset.graph, [preset.fetch.op], [], pg.Config(**config), gpu)
+        return [plan.steps[index].op.name for index in plan.by_priority]
+
+    chain = ["RandomNormal", "MatMul", "Add", "MatMul_1"]
+    depth_first = [f"{net}/{op}" for net in ("net1", "net2") for op in chain] + ["out"]
+    breadth_first = [f"{net}/{op}" for op in chain for net in ("net1", "net2")] + ["out"]
+    assert launch_order(streams=1) == depth_first
+    assert launch_order(streams=2, stream_policy="branches") == breadth_first
+    assert launch_order(gpu=False, streams=2) == depth_first  # soft-placed on the CPU
+
+
+def test_a_run_wakes_only_the_inter_op_workers_that_can_have_work():
+    from parallelgraph.presets import two_networks
+
+    preset = two_networks("tiny", device_name="gpu:0")
+
+    def workers(gpu, threads):
+        plan = build_plan(preset.graph, [preset.fetch.op], [], pg.Config(), gpu)
+        return plan.useful_workers(threads)
+
+    assert workers(gpu=True, threads=16) == 1  # every step on the GPU: one thread launches
+    assert workers(gpu=False, threads=16) == 9  # nine CPU steps
+    assert workers(gpu=False, threads=2) == 2

@@ -66,7 +66,7 @@ class ThreadsExecutor:
             gpu.begin_run(plan)
         with single_threaded_blas():
             try:
-                self._inter.run(run.work)
+                self._inter.run(run.work, plan.useful_workers(self.inter_op_threads))
                 if gpu is not None and run.failure is None:
                     for slot in plan.fetch_slots:
                         values[slot] = gpu.to_host(plan, slot, values[slot], record)

@@ -122,10 +122,11 @@ class InterOpPool:
         for worker in self._workers:
             worker.start()
 
-    def run(self, work: Callable[[int], None]) -> None:
-        """Call `work(lane)` on every worker; the calling thread is lane 0 and returns when
-        its own call returns (the run's loop ends for all workers at the same moment)."""
-        for queue in self._queues:
+    def run(self, work: Callable[[int], None], workers: int | None = None) -> None:
+        """Call `work(lane)` on the first `workers` lanes (default: all); the calling thread is
+        lane 0 and returns when its own call returns (the run's loop ends for all workers at the
+        same moment)."""
+        for queue in self._queues[: None if workers is None else max(0, workers - 1)]:
             queue.put(work)
         work(0)
 

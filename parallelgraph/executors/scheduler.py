@@ -3,15 +3,17 @@
 State of one run (all guarded by one condition variable):
 
 - `pending[i]`: how many producing steps step i still waits for (its dependency counter);
-- `ready`: a min-heap of step indices whose counter reached zero. Popping the smallest index
-  breaks ties deterministically (by op id), so two runs of one config schedule alike;
+- `ready`: a min-heap of the priorities (`Plan.priority`: graph order, or breadth-first when
+  GPU steps use several streams) of steps whose counter reached zero. Priorities are distinct,
+  so two runs of one config schedule alike;
 - `values[slot]`: outputs; an intermediate value is dropped once its last reader has run;
 - `running`, `remaining`, `failure`, `finished`.
 
 A worker pops a ready step, releases the lock, runs it, re-takes the lock and releases the
 step's consumers. The worker that completes a step goes straight on to the next ready one
 without a hand-off, so a chain of ops runs on one thread with no wake-ups; when a completion
-makes k > 1 steps ready, k - 1 sleeping workers are notified. There is no polling and no sleep.
+makes k > 1 steps ready, k - 1 sleeping workers are notified (GPU steps, which only launch
+kernels, count as one between them). There is no polling and no sleep.
 Measured cost on this kind of machine: see benchmarks/RESULTS.md (dispatch overhead).
 
 On failure the loop stops handing out steps, waits for running ones, and the run ends with
@@ -39,7 +41,8 @@ class Run:
         self.values = values
         self.execute = execute
         self.pending = list(plan.initial_pending)
-        self.ready = list(plan.initial_ready)
+        self.priority = plan.priority
+        self.ready = [self.priority[i] for i in plan.initial_ready]
         heapq.heapify(self.ready)
         self.uses = list(plan.slot_uses)
         self.remaining = len(plan.steps)
@@ -50,7 +53,7 @@ class Run:
 
     def work(self, lane: int) -> None:
         """Run ready steps on the calling thread until the run is finished or has failed."""
-        steps, condition = self.plan.steps, self.condition
+        steps, condition, by_priority = self.plan.steps, self.condition, self.plan.by_priority
         condition.acquire()
         try:
             while True:
@@ -58,7 +61,7 @@ class Run:
                     condition.wait()
                 if self.finished:
                     return
-                step = steps[heapq.heappop(self.ready)]
+                step = steps[by_priority[heapq.heappop(self.ready)]]
                 self.running += 1
                 condition.release()
                 try:
@@ -84,12 +87,19 @@ class Run:
         if self.failure is not None:
             self._finish_if_idle()
             return
-        released = 0
+        released_cpu = released_gpu = 0
+        steps = self.plan.steps
         for consumer in step.consumers:
             self.pending[consumer] -= 1
             if self.pending[consumer] == 0:
-                heapq.heappush(self.ready, consumer)
-                released += 1
+                heapq.heappush(self.ready, self.priority[consumer])
+                if steps[consumer].on_gpu:
+                    released_gpu += 1
+                else:
+                    released_cpu += 1
+        # Launching a GPU step takes microseconds: all the released ones together are one
+        # worker's job (waking a thread per launch costs more than the launches).
+        released = released_cpu + (released_gpu > 0)
         if self.remaining == 0:
             self.finished = True
             self.condition.notify_all()
