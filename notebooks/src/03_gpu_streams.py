@@ -14,8 +14,9 @@
 #
 # When an op's input comes from another stream, the plan puts a CUDA **event** between them (the
 # producer's stream records it, the consumer's waits on it): the host never waits between GPU
-# ops. Overlap pays only when kernels leave part of the GPU free: the `narrow` size (batch 32,
-# hidden 2048) is made for that, `medium` kernels mostly fill a big GPU on their own.
+# ops. Overlap pays only when kernels leave part of the GPU free and run long enough: the
+# `narrow` size (batch 32, input 16384, hidden 1024) is made for that; `medium` kernels are short
+# and `large` ones fill a big GPU on their own.
 #
 # **This notebook adapts to the machine and says which case it is in:**
 #
@@ -139,14 +140,15 @@ figure
 results[SIZES[0]]["single, 1 stream"].median_trace().explain() if results else None
 
 # %% [markdown]
-# ## What to expect on a real GPU
+# ## What to expect on a real GPU (measured on an H200: benchmarks/RESULTS.md)
 #
-# - `small` graphs are **launch-bound**: each kernel takes a few microseconds, less than
-#   launching it from Python, so the streams rarely have two kernels queued at once — more
-#   streams cannot help much.
+# - `small` graphs are **launch-bound**: each kernel takes a few microseconds, about what
+#   launching it from Python takes, so the streams rarely have two kernels queued at once — more
+#   streams do not help (x0.97).
 # - `narrow` kernels (long, thin matmuls) use few multiprocessors: two of them fit side by side,
-#   and `branches` should approach a 2x speed-up with an overlap near 1.
-# - `medium` and `large` kernels fill the GPU; they overlap only in their tails.
+#   and `branches` takes 0.55 of the 1-stream time, with an overlap of 0.95.
+# - `large` kernels fill the GPU: two streams overlap them completely and gain nothing —
+#   overlap is not speed-up.
 #
 # `python benchmarks/gpu_streams.py` measures all sizes with more repeats and checks the
 # results against float64 NumPy.
