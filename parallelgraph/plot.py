@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .plot_layout import timeline_layout
 from .trace import Trace, TraceEvent
 
 if TYPE_CHECKING:
@@ -74,13 +75,15 @@ GROUP_ORDER = ("inter-op", "intra-op", "stream", "copy", "worker")
 
 
 # -- figures --------------------------------------------------------------------------------
-def _new_figure(rows: int, width: float = FIGURE_WIDTH) -> Figure:
+def _new_figure(rows: int, width: float = FIGURE_WIDTH, layout: Any = None) -> Figure:
+    """A Figure with an Agg canvas, sized for `rows` lanes; `layout`: a matplotlib layout
+    (default: the timeline layout, see plot_layout)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     _show_figures_in_notebooks(Figure)
     height = 1.3 + ROW_INCHES * max(rows, 2)
-    figure = Figure(figsize=(width, height), layout="constrained")
+    figure = Figure(figsize=(width, height), layout=layout or timeline_layout())
     FigureCanvasAgg(figure)
     return figure
 

@@ -31,7 +31,7 @@ def heatmap(result: SweepResult, x: str, y: str, **fixed: Any) -> Any:
     import numpy as np
 
     grid = np.full((len(ys), len(xs)), np.nan)
-    figure = _new_figure(len(ys) + 2, width=2.0 + 1.6 * len(xs))
+    figure = _new_figure(len(ys) + 2, width=2.0 + 1.6 * len(xs), layout="constrained")
     ax = figure.add_subplot()
     for row in rows:
         i, j = ys.index(row[y]), xs.index(row[x])
@@ -65,7 +65,7 @@ def heatmap(result: SweepResult, x: str, y: str, **fixed: Any) -> Any:
 def speedup_curve(result: SweepResult, x: str, hue: str | None = None, **fixed: Any) -> Any:
     """Speed-up against `x` (threads, streams), one line per `hue` value, CI as a band."""
     rows = _select(result, (x,) + ((hue,) if hue else ()), fixed)
-    figure = _new_figure(4)
+    figure = _new_figure(4, layout="constrained")
     ax = figure.add_subplot()
     groups = sorted({row.get(hue) for row in rows}, key=str) if hue else [None]
     for group in groups:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import matplotlib
@@ -257,3 +258,54 @@ def test_compare_title_and_options():
     assert child(figure.axes[0], "dependency-arrows") is not None
     with pytest.raises(ValueError, match="2 traces but 1 labels"):
         compare(two_networks(), two_networks(), labels=["one"])
+
+
+def extents(figure, texts):
+    renderer = figure.canvas.get_renderer()
+    return [t.get_window_extent(renderer) for t in texts if t.get_visible() and t.get_text()]
+
+
+def assert_nothing_cut_off_or_overlapping(figure):
+    """Lane names, titles, the time axis and the legend lie inside the figure; the legend is
+    right of every panel; each panel's title sits between it and the panel above."""
+    figure.canvas.draw()
+    width, height = figure.bbox.width, figure.bbox.height
+    axes = sorted(figure.axes, key=lambda ax: -ax.get_position().y1)
+    texts = [figure._suptitle] if figure._suptitle else []
+    renderer = figure.canvas.get_renderer()
+    boxes = []
+    for ax in axes:
+        boxes += extents(figure, [ax._left_title, ax.xaxis.label, *ax.get_yticklabels()])
+        frame = ax.get_window_extent(renderer)
+        ticks = extents(figure, ax.get_xticklabels())  # only those inside the view are drawn
+        boxes += [box for box in ticks if frame.x0 - 1 <= (box.x0 + box.x1) / 2 <= frame.x1 + 1]
+    for box in boxes + extents(figure, texts):
+        assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= width and box.y1 <= height, box
+    legends = [*figure.legends, *(ax.get_legend() for ax in axes if ax.get_legend())]
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        assert box.x1 <= width and box.y0 >= 0 and box.y1 <= height
+        assert all(box.x0 >= ax.get_window_extent(renderer).x1 for ax in axes)
+    for upper, lower in itertools.pairwise(axes):
+        (title,) = extents(figure, [lower._left_title])
+        assert lower.get_window_extent(renderer).y1 <= title.y0
+        assert title.y1 <= upper.get_window_extent(renderer).y0
+
+
+@pytest.mark.parametrize("size", [None, (6.0, 3.0), (16.0, 8.0)])
+def test_timeline_layout_keeps_every_text_inside_and_apart(size):
+    trace = two_networks()
+    for figure in (gantt(trace, arrows=True), compare([trace, trace], labels=["one", "two"])):
+        if size:
+            figure.set_size_inches(*size)
+        assert_nothing_cut_off_or_overlapping(figure)
+
+
+def test_timeline_layout_leaves_room_for_long_lane_names_and_hand_placed_axes_alone():
+    long_lane = "worker-tcp://10.0.0.1:40000/0"
+    trace = Trace([op("a/x", long_lane, 0, 1), op("b/y", "inter-op/0", 0, 2)])
+    figure = gantt(trace)
+    assert_nothing_cut_off_or_overlapping(figure)
+    inset = figure.add_axes((0.9, 0.1, 0.05, 0.8))
+    figure.canvas.draw()
+    assert tuple(inset.get_position().bounds) == pytest.approx((0.9, 0.1, 0.05, 0.8))
