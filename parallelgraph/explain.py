@@ -14,11 +14,17 @@ checked in this order:
    some op — there was no free worker to start the other;
 5. **ops too short**: the ops are so short (median below `SHORT_OP_NS`) that handing them to
    another thread costs as much as running them (~15-40 us per hand-off on this kind of machine);
+   for GPU kernels, that launching them from Python does: the GPU waits for the host
+   (launch-bound), so a second stream seldom has a kernel queued;
 6. **scheduling latency**: ops started long after their inputs were ready (a Dask scheduler's
    round trips, thread wake-ups), so workers idled between them.
 
 Then it compares the makespan with the bounds of `analysis` (work / P and the critical path)
 and proposes the one change most likely to help.
+
+A trace whose ops all ran on a GPU is judged as one: its streams are not processors (kernels on
+two streams share one GPU's multiprocessors, so overlap shows concurrency, not speed-up), so the
+report gives the GPU's busy fraction instead of work / P, and never proposes CPU thread counts.
 """
 
 from __future__ import annotations
@@ -86,6 +92,8 @@ class Explanation:
     notes: tuple[str, ...]
     suggestion: str
     omitted_pairs: int = 0
+    #: For a trace whose ops all ran on a GPU: the part of the makespan some kernel ran.
+    gpu_busy: float | None = None
 
     def lines(self) -> list[str]:
         out = []
@@ -111,17 +119,25 @@ class Explanation:
         path = " -> ".join(self.critical_path.names[:6]) + (
             " -> ..." if len(self.critical_path.ops) > 6 else ""
         )
-        out.append(
-            f"Makespan {self.makespan_ns / ms:.2f} ms. Work {self.work_ns / ms:.2f} ms on "
-            f"{self.workers} lane(s) gives {self.work_ns / self.workers / ms:.2f} ms; the "
-            f"critical path ({path or 'none'}) takes {self.critical_path.length / ms:.2f} ms; "
-            f"so no schedule beats {self.lower_bound_ns / ms:.2f} ms"
-            + (
-                f" (this run took {self.makespan_ns / self.lower_bound_ns:.2f}x that)."
-                if self.lower_bound_ns
-                else "."
+        if self.gpu_busy is not None:
+            out.append(
+                f"Makespan {self.makespan_ns / ms:.2f} ms, some kernel running "
+                f"{self.gpu_busy:.0%} of it; the critical path ({path or 'none'}) takes "
+                f"{self.critical_path.length / ms:.2f} ms (kernels that share the GPU run "
+                "slower than alone: a guide, not a bound)."
             )
-        )
+        else:
+            out.append(
+                f"Makespan {self.makespan_ns / ms:.2f} ms. Work {self.work_ns / ms:.2f} ms on "
+                f"{self.workers} lane(s) gives {self.work_ns / self.workers / ms:.2f} ms; the "
+                f"critical path ({path or 'none'}) takes {self.critical_path.length / ms:.2f} "
+                f"ms; so no schedule beats {self.lower_bound_ns / ms:.2f} ms"
+                + (
+                    f" (this run took {self.makespan_ns / self.lower_bound_ns:.2f}x that)."
+                    if self.lower_bound_ns
+                    else "."
+                )
+            )
         out.append(f"Most likely to help: {self.suggestion}")
         return out
 
@@ -149,7 +165,12 @@ def explain(trace: Trace) -> Explanation:
     path = analysis.critical_path(trace)
     bound = max(work // workers, path.length)
     makespan = trace.end - trace.start
-    notes = _notes(trace)
+    gpu_busy = _gpu_busy(trace, makespan)
+    notes = _notes(trace) + _gpu_notes(pairs, gpu_busy)
+    if gpu_busy is not None:
+        suggestion = _gpu_suggestion(pairs, makespan, gpu_busy, path.length)
+    else:
+        suggestion = _suggestion(pairs, config, makespan, work, workers, path.length)
     return Explanation(
         pairs=pairs,
         makespan_ns=makespan,
@@ -158,8 +179,9 @@ def explain(trace: Trace) -> Explanation:
         critical_path=path,
         lower_bound_ns=bound,
         notes=notes,
-        suggestion=_suggestion(pairs, config, makespan, work, workers, path.length),
+        suggestion=suggestion,
         omitted_pairs=max(0, len(pairs_all) - MAX_PAIRS),
+        gpu_busy=gpu_busy,
     )
 
 
@@ -265,6 +287,14 @@ def _too_short(trace: Trace, a: str, b: str, config: dict) -> tuple[str, str] | 
         return None
     median = statistics.median(e.duration for e in ops)
     one_lane = len({e.lane for e in ops}) == 1 and config.get("inter_op_threads", 1) > 1
+    if median < SHORT_OP_NS and all(_on_gpu(e) for e in ops):
+        busy = _gpu_busy(trace, trace.end - trace.start) or 0.0
+        return "ops too short", (
+            f"Cause: kernels too short — their median time is {median / 1e3:.1f} us, about what "
+            f"launching a kernel from Python costs; the GPU finished each one before the host "
+            f"had launched the next (some kernel ran {busy:.0%} of the time), so the streams "
+            "seldom had two kernels to run at once."
+        )
     if median < SHORT_OP_NS:
         return "ops too short", (
             f"Cause: ops too short — their median duration is {median / 1e3:.1f} us, about "
@@ -302,6 +332,54 @@ def _notes(trace: Trace) -> tuple[str, ...]:
     return (
         f"Soft placement: {len(moved)} op(s) placed on {', '.join(devices)} ran on cpu:0 "
         "because that device was not usable.",
+    )
+
+
+def _on_gpu(event: Any) -> bool:
+    return event.device.startswith("gpu")
+
+
+def _gpu_busy(trace: Trace, makespan: int) -> float | None:
+    """Part of the makespan during which some kernel ran; None unless every op ran on a GPU."""
+    from .intervals import length, merge
+
+    ops = trace.ops()
+    if not ops or not all(_on_gpu(e) for e in ops):
+        return None
+    return length(merge((e.start, e.end) for e in ops)) / makespan if makespan else 0.0
+
+
+def _gpu_notes(pairs: tuple[PairReport, ...], gpu_busy: float | None) -> tuple[str, ...]:
+    if gpu_busy is None or not any(pair.overlapped for pair in pairs):
+        return ()
+    return (
+        "On a GPU, kernels that overlap share its multiprocessors: overlap shows they ran at "
+        "once, not that the run got shorter — compare the makespan with streams=1 (pg.compare) "
+        "to see what the streams bought.",
+    )
+
+
+def _gpu_suggestion(
+    pairs: tuple[PairReport, ...], makespan: int, gpu_busy: float, path: int
+) -> str:
+    """The one change most likely to help a trace whose ops all ran on a GPU."""
+    causes = {pair.cause for pair in pairs if not pair.overlapped}
+    if "one stream" in causes:
+        return _suggestion(pairs, {}, makespan, 0, 1, path)
+    if "ops too short" in causes or gpu_busy < 0.7:
+        idle = (1 - gpu_busy) * makespan / 1e6
+        return (
+            f"fewer, bigger kernels: the GPU sat idle {idle:.2f} ms waiting for kernels to be "
+            "launched (launch-bound); batching work into bigger ops helps, more streams do not."
+        )
+    if makespan and path >= 0.8 * makespan:
+        return (
+            "faster kernels on the critical path (it takes most of the run): more streams "
+            "cannot shorten a chain of dependent kernels."
+        )
+    return (
+        f"nothing in the schedule: some kernel ran {gpu_busy:.0%} of the run; only faster "
+        "kernels or less work help (kernels that fill the GPU gain nothing from more streams)."
     )
 
 

@@ -185,3 +185,43 @@ def test_cause_scheduling_latency():
     assert report.pairs[0].cause == "scheduling latency"
     assert "median 5.00 ms after its inputs" in str(report) and "Dask scheduler" in str(report)
     assert "fewer, bigger tasks" in report.suggestion
+
+
+def kernel(name, stream, start, end, inputs=()):
+    scope = name.rpartition("/")[0]
+    lane = f"stream/{stream}"
+    return TraceEvent(name, "x", scope, "gpu:0", "op", lane, start, end, 0, 0, None, inputs)
+
+
+US = 1_000
+
+
+def test_gpu_kernels_too_short_are_called_launch_bound_and_no_cpu_threads_are_proposed():
+    """Two streams, 10 us kernels with 30 us gaps between them (the host launching)."""
+    events = []
+    for index in range(4):
+        start = index * 80 * US
+        events.append(kernel(f"net1/k{index}", 0, start, start + 10 * US))
+        events.append(kernel(f"net2/k{index}", 1, start + 40 * US, start + 50 * US))
+    report = explain(Trace(events, config(1, streams=2)))
+    assert report.pairs[0].cause == "ops too short"
+    text = str(report)
+    assert "kernels too short" in text and "launching a kernel from Python" in text
+    assert "some kernel running 28% of it" in text  # 8 kernels of 10 us in 290 us
+    assert "fewer, bigger kernels" in report.suggestion and "launch-bound" in report.suggestion
+    assert "inter_op_threads" not in report.suggestion + text.split("Cause")[1]
+
+
+def test_gpu_streams_that_overlap_are_not_called_a_speed_up():
+    events = [
+        kernel("net1/matmul", 0, 0, 5 * MS),
+        kernel("net2/matmul", 1, 0, 5 * MS),
+        kernel("out", 0, 5 * MS, 6 * MS, ("net1/matmul", "net2/matmul")),
+    ]
+    report = explain(Trace(events, config(1, streams=2)))
+    assert report.pairs[0].overlapped
+    text = str(report)
+    assert "overlap shows they ran at once, not that the run got shorter" in text
+    assert "some kernel running 100% of it" in text and "Work" not in text
+    assert "intra_op_threads" not in report.suggestion
+    assert "faster kernels on the critical path" in report.suggestion
