@@ -1,5 +1,7 @@
 """explain(): each cause, shown by a trace built to exhibit it, is named in the report."""
 
+from pathlib import Path
+
 import pytest
 
 import parallelgraph as pg
@@ -161,8 +163,6 @@ def test_cause_one_cuda_stream():
 
 
 def test_imported_tensorflow_timeline_is_explained():
-    from pathlib import Path
-
     trace = pg.Trace.load(Path(__file__).parent / "fixtures/traces/tf_timeline_seed.json")
     report = trace.explain()
     assert report.pairs[0].scope_a == "net1" and not report.pairs[0].overlapped
@@ -225,3 +225,23 @@ def test_gpu_streams_that_overlap_are_not_called_a_speed_up():
     assert "some kernel running 100% of it" in text and "Work" not in text
     assert "intra_op_threads" not in report.suggestion
     assert "faster kernels on the critical path" in report.suggestion
+
+
+@pytest.mark.parametrize(
+    "size, cause, advice",
+    [
+        ("narrow", None, "faster kernels on the critical path"),
+        ("small", "ops too short", "fewer, bigger kernels"),
+        ("large", None, "faster kernels on the critical path"),
+    ],
+)
+def test_real_h200_traces_are_explained_as_gpu_runs(size, cause, advice):
+    """Traces of the two-network graph on 2 streams, recorded on an H200 by
+    benchmarks/gpu_streams.py (benchmarks/RESULTS.md)."""
+    path = Path(__file__).parent / f"fixtures/traces/h200_{size}_2streams.json"
+    report = explain(pg.Trace.load(path))
+    (pair,) = report.pairs
+    assert pair.cause == cause and report.gpu_busy is not None
+    assert advice in report.suggestion
+    assert "inter_op_threads" not in report.suggestion
+    assert "intra_op_threads" not in report.suggestion
