@@ -7,11 +7,13 @@
    LocalCluster (2 worker processes, 1 thread each), the delayed tasks calling the very same
    kernels (prepare/compute/finish of each op) with no parallelgraph machinery around them. The
    threads executor on the same graph shows what staying in one process costs. *ms/task* is the
-   wall time of a run divided by the number of ops.
+   wall time of a run divided by the number of ops. parallelgraph runs each chain of ops as one
+   Dask task (a 200-op chain is one task); "unfused" makes every op its own task, like delayed.
 2. The two-network graph (medium: 512x1024 @ 1024x1024, twice, summed) on those 2 worker
    processes, Dask placing the ops or each network pinned to its own worker
-   (`pg.device("worker:N")`), against the threads executor with inter-op 1 and 2 (intra-op 1
-   everywhere), with and without tracing.
+   (`pg.device("worker:N")`), each with chains fused (3 tasks) and unfused (9 tasks), against
+   the threads executor with inter-op 1 and 2 (intra-op 1 everywhere), with and without
+   tracing.
 
 All cases of a table are measured interleaved in one run (after warm-up runs that load the
 kernels in the workers and send the variables); tables show medians of repeats.
@@ -31,6 +33,7 @@ from core import chain_graph, fan_in_graph
 
 import parallelgraph as pg
 from parallelgraph.config import Config
+from parallelgraph.executors import dask as dask_executor
 from parallelgraph.executors.dask import OpSpec
 from parallelgraph.presets import TWO_NETWORK_SIZES, network
 
@@ -66,6 +69,7 @@ def overhead_table(client, ops: int, repeats: int) -> str:
         delayed, n = delayed_graph(graph, fetch)
         sessions = {
             "parallelgraph dask, trace off": pg.Session(graph, dask_config(client)),
+            "parallelgraph dask, unfused": dask_session(graph, client, fuse=False),
             "parallelgraph threads inter 2": pg.Session(
                 graph, Config(inter_op_threads=2, intra_op_threads=1)
             ),
@@ -115,8 +119,16 @@ def scale_out_table(client, size: str, repeats: int) -> str:
             "threads inter 1": (pg.Session(plain, threads_config(1)), plain_out),
             "threads inter 2": (pg.Session(plain, threads_config(2)), plain_out),
             "dask, 2 workers, Dask places": (pg.Session(plain, dask_config(client)), plain_out),
+            "dask, 2 workers, Dask places, unfused": (
+                dask_session(plain, client, fuse=False),
+                plain_out,
+            ),
             "dask, 2 workers, net1/net2 pinned": (
                 pg.Session(pinned, dask_config(client)),
+                pinned_out,
+            ),
+            "dask, 2 workers, net1/net2 pinned, unfused": (
+                dask_session(pinned, client, fuse=False),
                 pinned_out,
             ),
         }
@@ -153,6 +165,15 @@ def threads_config(inter: int) -> Config:
 
 def dask_config(client) -> Config:
     return Config(executor="dask", dask_client=client, intra_op_threads=1)
+
+
+def dask_session(graph: pg.Graph, client, fuse: bool) -> pg.Session:
+    """A dask session whose executor fuses chains of ops into one task each, or not."""
+    dask_executor.FUSE_CHAINS = fuse
+    try:
+        return pg.Session(graph, dask_config(client))
+    finally:
+        dask_executor.FUSE_CHAINS = True
 
 
 def main() -> None:

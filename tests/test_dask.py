@@ -6,6 +6,7 @@ that need a cluster of their own (an owned LocalCluster, a killed worker) say so
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import re
@@ -112,10 +113,32 @@ def test_feeds_travel_and_only_fetched_values_come_back(client, monkeypatch):
         for scale in (1, 2):
             value = sess.run(out, {x: feed * scale})
             assert np.array_equal(value, reference(g, out, {x: feed * scale}))
-        assert executor.stats["tasks"] == 10 and executor.stats["gathered"] == 2
+        # MatMul+Relu, Tanh, Add+Mean: Relu feeds two ops and Add reads two, so 3 tasks a run
+        assert executor.stats["tasks"] == 6 and executor.stats["gathered"] == 2
         assert executor.stats["sources_sent"] == 3  # the variable once, the feed every run
         assert x.op.id not in executor._sources
     assert [[f.key.split("-")[1] for f in fs] for fs in gathered] == [["Mean"], ["Mean"]]
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_chains_run_as_one_task_each_with_every_op_still_in_the_trace(client, monkeypatch, fuse):
+    """The seed graph: net1's four ops, net2's four, and `out` (which reads both) are three
+    tasks; unfused, nine. Same bits either way, and the trace shows every op."""
+    from parallelgraph.executors import dask as dask_executor
+
+    monkeypatch.setattr(dask_executor, "FUSE_CHAINS", fuse)
+    g, out = pinned_seed_graph()
+    with pg.Session(g, dask_config(client)) as sess:
+        value, trace = sess.run(out, trace=True)
+        assert sess._executor.stats["tasks"] == (3 if fuse else 9)
+    assert np.array_equal(value, reference(g, out))
+    steps = [op.name for op in g.ops if op.type != "variable"]
+    assert sorted(e.name for e in trace.ops()) == sorted(steps)
+    by_name = {e.name: e for e in trace.ops()}
+    for net in ("net1", "net2"):  # a chain's ops ran one after another on one worker thread
+        chain = [by_name[f"{net}/{name}"] for name in ("RandomNormal", "MatMul", "Add")]
+        assert len({e.lane for e in chain}) == 1 or not fuse
+        assert all(a.end <= b.start for a, b in itertools.pairwise(chain))
 
 
 def test_variables_are_sent_once_per_session(client):

@@ -11,16 +11,23 @@ parallelgraph installed where the workers run (checked when the session starts).
 
 Design
 ------
-**Tasks.** One run of a plan is one Dask graph, sent to the scheduler in one message. Each step
-is a task `run_step(spec, trace_token, *inputs)`: `spec` is a picklable stand-in of the plan's
-step (`StepSpec`: the op's type, name, attrs, shape and dtype, its inputs' shapes, the OpDef, the
-shards, and the session's Config without the client), made once per plan; each input is a
-reference to the producing task or to a source's future, so Dask moves values between workers and
-starts a task when its inputs exist. A worker runs a step exactly as the threads executor does
-(`cpu.execute_step`: the same shards, the same kernels, partial sums in shard order), so outputs
-are bit-identical to the sequential reference. Each worker process owns one intra-op pool of
-`intra_op_threads` (made on its first task, shared by all tasks on that worker) and holds BLAS to
-one thread while any of our tasks runs (reference-counted, so concurrent tasks cannot undo it).
+**Tasks.** One run of a plan is one Dask graph, sent to the scheduler in one message. Each
+*chain* of steps is a task `run_chain(chain, trace_token, *inputs)`: a chain is a maximal run of
+steps in which each step's value goes only to the next, which reads no other step (its other
+inputs are sources); every other step is a chain of one. Fusing such a chain loses no
+parallelism (the next step could not start earlier anyway) and saves a round trip through the
+scheduler per link, the dominant cost of a Dask task (milliseconds). A fetched value ends a
+chain, and so does a change of worker pin. `chain` (`ChainSpec`) holds a picklable stand-in of
+each step (`StepSpec`: the op's type, name, attrs, shape and dtype, its inputs' shapes, the
+OpDef, the shards, and the session's Config without the client), made once per plan; each input
+is a reference to the producing task or to a source's future, so Dask moves values between
+workers and starts a task when its inputs exist. `FUSE_CHAINS = False` makes every step its own
+task (benchmarks/dask_overhead.py compares the two). A worker runs a step exactly as the threads
+executor does (`cpu.execute_step`: the same shards, the same kernels, partial sums in shard
+order), so outputs are bit-identical to the sequential reference. Each worker process owns one
+intra-op pool of `intra_op_threads` (made on its first task, shared by all tasks on that worker)
+and holds BLAS to one thread while any of our tasks runs (reference-counted, so concurrent tasks
+cannot undo it).
 
 **Values.** Only the fetched keys are requested, so intermediate values stay on the workers and
 Dask frees each one after its last consumer has run; the fetched values are gathered once at the
@@ -58,11 +65,12 @@ default) end the run with an error naming an op. The wait polls every `POLL_S`, 
 
 Measured cost (benchmarks/dask_overhead.py, the 2-core VM, a LocalCluster of 2 worker
 processes x 1 thread sharing the 2 cores with the client and the scheduler): per task the same
-as plain `dask.delayed` calling the same kernels (0.86-1.08x over three runs): 7-9 ms per task
-along a chain (each dependency is a round trip through the scheduler) and 2.2-2.8 ms per task in
-a wide fan-in, against 0.02-0.05 ms for the threads executor. Tracing adds one `client.run` per
-run (0-30 ms here, within the noise). The medium two-network graph takes 123-133 ms on the two
-workers against 45-53 ms for the threads executor with two inter-op threads on the same cores:
+as plain `dask.delayed` calling the same kernels (0.86-1.09x over four runs): 2.2-3.2 ms per
+task in a wide fan-in and 7-9 ms per task along a chain of unfused tasks (each dependency is a
+round trip through the scheduler), against 0.02-0.05 ms for the threads executor; fused, a
+198-op chain is one task (0.26 ms per op). Tracing adds one `client.run` per run (0-30 ms here,
+within the noise). The medium two-network graph takes 102-105 ms on the two workers (137-144
+unfused) against 48-53 ms for the threads executor with two inter-op threads on the same cores:
 scaling out pays only when ops are much longer than those round trips, or when one machine is
 really not enough.
 """
@@ -99,6 +107,8 @@ POLL_S = 0.5
 CLOCK_PROBES = 5
 #: Plans whose task specs are kept (a session caches one plan per fetch/feed combination).
 PREPARED_PLANS = 64
+#: Run each chain of steps (module docstring, Tasks) as one Dask task; read by each new executor.
+FUSE_CHAINS = True
 
 
 # -- what a worker receives -------------------------------------------------------------------
@@ -143,6 +153,15 @@ class StepSpec:
     definition: Any  # the OpDef (pickled by reference to its class)
     shards: tuple[tuple[int, int], ...]
     config: Config  # the session's Config without the Dask client
+
+
+@dataclass(frozen=True)
+class ChainSpec:
+    """Steps that one Dask task runs back to back. `inputs[k]` wires step k's inputs, in order:
+    an index into the task's arguments, or -1 for the value of step k - 1."""
+
+    steps: tuple[StepSpec, ...]
+    inputs: tuple[tuple[int, ...], ...]
 
 
 class StepError(Exception):
@@ -211,26 +230,32 @@ class _WorkerState:
 _WORKER = _WorkerState()
 
 
-def run_step(spec: StepSpec, trace_token: str | None, *args: np.ndarray) -> np.ndarray:
-    """The Dask task of one step: run it on this worker thread and its intra-op pool.
+def run_chain(chain: ChainSpec, trace_token: str | None, *args: np.ndarray) -> np.ndarray:
+    """The Dask task of a chain of steps: run them in order on this worker thread and its
+    intra-op pool, each exactly as the threads executor would; return the last one's value.
 
-    A kernel error is raised as `StepError` (picklable, naming the step); with a trace token the
-    op and shard times are kept on the worker until `collect_timings` takes them.
+    A kernel error is raised as `StepError` (picklable, naming the step that failed); with a
+    trace token the op and shard times are kept on the worker until `collect_timings` takes them.
     """
     records: list[tuple[Any, ...]] | None = [] if trace_token else None
-    pool = _WORKER.pool(spec.config.intra_op_threads)
+    config = chain.steps[0].config
+    pool = _WORKER.pool(config.intra_op_threads)
+    record = records.append if records is not None else None
+    lane, value = _WORKER.lane(), None
     _WORKER.hold_blas()
     try:
-        record = records.append if records is not None else None
-        value = execute_step(spec, list(args), _WORKER.lane(), record, spec.config, pool)
-    except Exception as error:  # noqa: BLE001 - sent back to the session, which names the op
-        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-        raise StepError(spec.index, spec.op.name, _picklable(error), text) from None
+        for spec, wiring in zip(chain.steps, chain.inputs):
+            inputs = [value if position < 0 else args[position] for position in wiring]
+            try:
+                value = execute_step(spec, inputs, lane, record, config, pool)
+            except Exception as error:  # noqa: BLE001 - sent back to the session, which names it
+                text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+                raise StepError(spec.index, spec.op.name, _picklable(error), text) from None
     finally:
         _WORKER.release_blas()
         if records:
             _WORKER.keep(trace_token, records)  # type: ignore[arg-type]
-    return value
+    return value  # type: ignore[return-value]
 
 
 def _picklable(error: Exception) -> Exception:
@@ -285,11 +310,21 @@ class DaskRun:
 
 
 @dataclass(frozen=True)
-class _Prepared:
-    """Made once per plan: the task specs, the pins, and where each source should go."""
+class _Task:
+    """One Dask task of a plan: a chain of steps, the slots it reads from outside the chain
+    (its arguments, in order), and its worker pin."""
 
-    specs: tuple[StepSpec, ...]
-    pins: tuple[int | None, ...]  # worker index per step; None: Dask decides
+    spec: ChainSpec
+    steps: tuple[Step, ...]
+    reads: tuple[int, ...]
+    pin: int | None  # worker index; None: Dask decides
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """Made once per plan: the tasks, and where each source should go."""
+
+    tasks: tuple[_Task, ...]
     source_pins: dict[int, int | None]  # source slot -> worker index
     source_names: dict[int, str]  # source slot -> op name
 
@@ -304,11 +339,13 @@ class _Source:
 
 @dataclass
 class _Keys:
-    """The Dask keys of one run: task key per step slot, and op name/step per key."""
+    """The Dask keys of one run: the task key of each step's slot; per key the name of the op
+    whose value it holds, the task's first step, and the names of all the steps it runs."""
 
     task: dict[int, str]
     names: dict[str, str]
     steps: dict[str, Step]
+    chains: dict[str, tuple[str, ...]]
 
 
 class _LostData(Exception):
@@ -360,6 +397,8 @@ class DaskExecutor:
         self.placement: dict[str, int] = dict(getattr(config, "dask_placement", None) or {})
         #: Counters: runs, tasks submitted, sources sent, values gathered, resubmitted runs.
         self.stats = {"runs": 0, "tasks": 0, "sources_sent": 0, "gathered": 0, "retries": 0}
+        #: Fuse chains of steps into one task each (set before the first run of a plan).
+        self.fuse_chains = FUSE_CHAINS
         try:
             self._client = self._connect(config)
             self._check_workers()
@@ -432,7 +471,7 @@ class DaskExecutor:
         if not plan.steps:
             return DaskRun()
         prepared = self._prepare(plan)
-        pinned = any(p is not None for p in prepared.pins)
+        pinned = any(task.pin is not None for task in prepared.tasks)
         workers = self.workers() if pinned else []  # a round trip: only when pins need it
         started, tokens, names = clock(), [], {}
         result = DaskRun()
@@ -474,17 +513,20 @@ class DaskExecutor:
         """Submit the run's graph, wait, gather the fetches into `values`. Raises `_LostData`
         when a source was lost with a worker, `_Stalled` when the run cannot finish."""
         refs = self._source_futures(plan, prepared, values, workers)
-        keys = _Keys({}, {}, {})
-        for step in plan.steps:
-            key = f"pg-{step.op.name}-{tokens[-1]}"
-            keys.task[step.slot], keys.names[key], keys.steps[key] = key, step.op.name, step
+        keys = _Keys({}, {}, {}, {})
+        for task in prepared.tasks:
+            last = task.steps[-1]
+            key = f"pg-{last.op.name}-{tokens[-1]}"
+            keys.task.update((step.slot, key) for step in task.steps)
+            keys.names[key], keys.steps[key] = last.op.name, task.steps[0]
+            keys.chains[key] = tuple(step.op.name for step in task.steps)
         keys.names.update((refs[slot].key, prepared.source_names[slot]) for slot in refs)
         names.update(keys.names)
         trace_token = tokens[-1] if traced else None
-        graph = self._graph(plan, prepared, refs, keys, workers, trace_token)
+        graph = self._graph(prepared, refs, keys, workers, trace_token)
         fetched = [slot for slot in dict.fromkeys(plan.fetch_slots) if slot in keys.task]
         futures = self._client.get(graph, [keys.task[slot] for slot in fetched], sync=False)
-        self.stats["tasks"] += len(plan.steps)
+        self.stats["tasks"] += len(prepared.tasks)
         succeeded = False
         try:
             failure = self._wait(plan, futures, refs, keys)
@@ -499,7 +541,6 @@ class DaskExecutor:
 
     def _graph(
         self,
-        plan: Plan,
         prepared: _Prepared,
         refs: dict[int, Any],
         keys: _Keys,
@@ -507,16 +548,18 @@ class DaskExecutor:
         trace_token: str | None,
     ) -> Any:
         """The run as one HighLevelGraph: a layer per pinned worker (annotated with the worker
-        restriction) and a layer for the steps Dask places."""
+        restriction) and a layer for the tasks Dask places."""
         from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
         from dask.task_spec import Task, TaskRef
 
         layers: dict[str | None, dict[str, Any]] = {}
-        for step, spec, pin in zip(plan.steps, prepared.specs, prepared.pins):
-            inputs = [refs[s] if s in refs else TaskRef(keys.task[s]) for s in step.input_slots]
-            key = keys.task[step.slot]
-            task = Task(key, run_step, spec, trace_token, *inputs)
-            layers.setdefault(self._pin_address(step, pin, workers), {})[key] = task
+        for task in prepared.tasks:
+            inputs = [refs[s] if s in refs else TaskRef(keys.task[s]) for s in task.reads]
+            key = keys.task[task.steps[-1].slot]
+            address = self._pin_address(task.steps[0], task.pin, workers)
+            layers.setdefault(address, {})[key] = Task(
+                key, run_chain, task.spec, trace_token, *inputs
+            )
         named = {}
         for index, (address, tasks) in enumerate(layers.items()):
             annotations = None
@@ -616,7 +659,15 @@ class DaskExecutor:
             if error.worker_traceback and hasattr(error.error, "add_note"):
                 error.error.add_note(f"on the Dask worker:\n{error.worker_traceback}")
             return plan.steps[error.index], error.error
-        step = keys.steps.get(getattr(error, "task", None))  # type: ignore[arg-type]
+        key = getattr(error, "task", None)
+        step = keys.steps.get(key)  # type: ignore[arg-type]
+        chain = keys.chains.get(key, ())  # type: ignore[arg-type]
+        if error is not None and len(chain) > 1:  # which of them was running is unknowable
+            ran = " -> ".join(repr(name) for name in chain)
+            error = RuntimeError(
+                f"{type(error).__name__}: {error} (this Dask task ran the chain {ran}; any of "
+                "them may be the cause)"
+            ).with_traceback(error.__traceback__)
         return step or plan.steps[0], error or RuntimeError("the Dask task failed")
 
     @staticmethod
@@ -690,6 +741,10 @@ class DaskExecutor:
             StepSpec(s.index, OpSpec.of(s.op), s.definition, s.shards, config) for s in plan.steps
         )
         pins = tuple(self._pin(step.op) for step in plan.steps)
+        tasks = tuple(
+            _task(plan, chain, specs, pins[chain[0]])
+            for chain in _chains(plan, pins, self.fuse_chains)
+        )
         readers: dict[int, set[int | None]] = {}
         for step, pin in zip(plan.steps, pins):
             for slot in step.input_slots:
@@ -702,7 +757,7 @@ class DaskExecutor:
                 own if own is not None else (next(iter(pinned)) if len(pinned) == 1 else None)
             )
         names = {slot: op.name for slot, op in plan.sources}
-        prepared = _Prepared(specs, pins, source_pins, names)
+        prepared = _Prepared(tasks, source_pins, names)
         self._prepared[id(plan)] = (plan, prepared)
         if len(self._prepared) > PREPARED_PLANS:
             self._prepared.popitem(last=False)
@@ -783,6 +838,49 @@ class DaskExecutor:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _chains(plan: Plan, pins: tuple[int | None, ...], fuse: bool) -> list[list[int]]:
+    """The plan's steps grouped into chains (module docstring, Tasks), each in step order."""
+    producer = {step.slot: step.index for step in plan.steps}
+    fetched = set(plan.fetch_slots)
+    chains: list[list[int]] = []
+    chain_of: dict[int, list[int]] = {}
+    for step in plan.steps:  # topological order: a producer's chain exists already
+        producers = {producer[slot] for slot in step.input_slots if slot in producer}
+        if fuse and len(producers) == 1:
+            (previous,) = producers
+            chain, before = chain_of[previous], plan.steps[previous]
+            if (
+                chain[-1] == previous
+                and len(before.consumers) == 1
+                and before.slot not in fetched
+                and pins[previous] == pins[step.index]
+            ):
+                chain.append(step.index)
+                chain_of[step.index] = chain
+                continue
+        chain_of[step.index] = [step.index]
+        chains.append(chain_of[step.index])
+    return chains
+
+
+def _task(plan: Plan, chain: list[int], specs: tuple[StepSpec, ...], pin: int | None) -> _Task:
+    """A chain as a task: the slots it reads from outside, and how each step is wired."""
+    reads: dict[int, int] = {}  # slot -> argument position
+    wiring = []
+    for position, index in enumerate(chain):
+        step = plan.steps[index]
+        inside = plan.steps[chain[position - 1]].slot if position else None
+        wiring.append(
+            tuple(
+                -1 if slot == inside else reads.setdefault(slot, len(reads))
+                for slot in step.input_slots
+            )
+        )
+    steps = tuple(plan.steps[index] for index in chain)
+    spec = ChainSpec(tuple(specs[index] for index in chain), tuple(wiring))
+    return _Task(spec, steps, tuple(reads), pin)
 
 
 def _worker_index(device: str) -> int | None:
