@@ -22,9 +22,13 @@ average load its events saw). The result is a Trace (lanes, op and shard events)
 overlaps and explains like a measured one, with `metadata["simulated"] = True`.
 
 GPU traces (ops on `stream/*` lanes) are replayed on `Config.streams` streams assigned by
-`Config.stream_policy` (`replay_streams`). Limits, said plainly: memory-bandwidth contention,
-cache effects and thread wake-up jitter are only approximated on the CPU; on the GPU, kernels on
-different streams are assumed not to compete for the multiprocessors.
+`Config.stream_policy` (`replay_streams`), with the host's launch interval read off the trace
+and the copies back to the host after their producers. Limits, said plainly: memory-bandwidth
+contention, cache effects and thread wake-up jitter are only approximated on the CPU; on the
+GPU, kernels on different streams are assumed not to compete for the multiprocessors, so a
+trace measured with kernels that filled the GPU side by side predicts one stream too slow
+(+44% and +75% for the `medium` and `large` graphs on an H200, within 5% for `narrow` and
+`small`: benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -44,8 +48,12 @@ WAKE_UP_NS = 100_000
 #: Share of the cores' work that time-sliced threads still get done when there are more of them
 #: than cores (measured on the 2-core VM: 2 inter x 2 intra ran 12-21% slower than a fair share).
 OVERSUBSCRIBED_EFFICIENCY = 0.85
-#: Host time per kernel launch from Python with numba-cuda (6-20 us, shared/recipes/gpu-notes).
-LAUNCH_NS = 10_000
+#: Host time per GPU op launched from Python when a trace cannot tell (fewer than two ops);
+#: measured on an H200 machine: 17-25 us per op (prepared launches, events, scheduling).
+LAUNCH_NS = 20_000
+#: A GPU op that started this long after its stream and inputs were ready waited for the host
+#: (event timing puts back-to-back kernels on one stream 1-3 us apart).
+HOST_WAIT_NS = 4_000
 
 
 @dataclass
@@ -292,17 +300,50 @@ class Replay:
         )
 
 
-def replay_streams(ops: list[TraceEvent], config: Config) -> list[TraceEvent]:
-    """GPU ops on `config.streams` streams assigned by `config.stream_policy`.
+def launch_interval(ops: list[TraceEvent]) -> float:
+    """The host's time per GPU op launch, read off a trace.
 
-    Each op keeps its measured kernel time; the host launches them in their measured order,
-    `LAUNCH_NS` apart; a stream runs its kernels one after another, and an op starts once its
-    stream is free and its inputs are done (the CUDA events). Kernels on different streams are
-    assumed not to slow each other down — true for kernels that leave the GPU room, optimistic
-    for kernels that fill it.
+    An op cannot start before it is launched, so with launches evenly spaced from the first op,
+    (start_i - start_0) / i bounds the interval from above for every op i. The bound is tight
+    for an op that waited only for the host — its stream was idle and its inputs were done
+    before it started — so the smallest ratio among such ops is the estimate. A trace with no
+    such op (the GPU never waited for the host) cannot tell: then `LAUNCH_NS`, or the bound if
+    that is smaller.
+    """
+    ordered = sorted(ops, key=lambda e: e.start)
+    if len(ordered) < 2:
+        return LAUNCH_NS
+    origin, ends = ordered[0].start, {e.name: e.end for e in ordered}
+    lane_end: dict[str, int] = {}
+    bound, waited_for_host = float("inf"), []
+    for i, event in enumerate(ordered):
+        if i:
+            ratio = (event.start - origin) / i
+            bound = min(bound, ratio)
+            ready = max(
+                [lane_end.get(event.lane, origin)] + [ends[n] for n in event.inputs if n in ends]
+            )
+            if event.start > ready + HOST_WAIT_NS:
+                waited_for_host.append(ratio)
+        lane_end[event.lane] = max(lane_end.get(event.lane, origin), event.end)
+    return min(waited_for_host) if waited_for_host else min(bound, LAUNCH_NS)
+
+
+def replay_streams(
+    ops: list[TraceEvent], copies: list[TraceEvent], config: Config
+) -> list[TraceEvent]:
+    """GPU ops on `config.streams` streams assigned by `config.stream_policy`, and copies.
+
+    Each op keeps its measured kernel time; the host launches them in their measured order, one
+    `launch_interval` apart; a stream runs its kernels one after another, and an op starts once
+    its stream is free and its inputs are done (the CUDA events). A copy back to the host starts
+    when its producer ends (one at a time on its lane); other copies keep their measured place.
+    Kernels on different streams are assumed not to slow each other down — true for kernels
+    that leave the GPU room, optimistic for kernels that fill it.
     """
     from .streams import POLICIES
 
+    interval = launch_interval(ops)
     ordered = sorted(ops, key=lambda e: e.start)
     index = {event.name: i for i, event in enumerate(ordered)}
     producers = {
@@ -318,10 +359,20 @@ def replay_streams(ops: list[TraceEvent], config: Config) -> list[TraceEvent]:
     for i, event in enumerate(ordered):
         stream = stream_of[i]
         start = max(
-            [(i + 1) * LAUNCH_NS, stream_free.get(stream, 0.0)] + [ends[p] for p in producers[i]]
+            [(i + 1) * interval, stream_free.get(stream, 0.0)] + [ends[p] for p in producers[i]]
         )
         ends[i] = stream_free[stream] = start + event.duration
         events.append(_moved(event, f"stream/{stream}", start, ends[i]))
+    origin = ordered[0].start - interval if ordered else 0
+    lane_free: dict[str, float] = {}
+    for copy in sorted(copies, key=lambda e: e.start):
+        producer = index.get(copy.name)
+        if copy.lane.endswith("d2h") and producer is not None:
+            start = max(ends[producer], lane_free.get(copy.lane, 0.0))
+        else:
+            start = copy.start - origin
+        lane_free[copy.lane] = start + copy.duration
+        events.append(_moved(copy, copy.lane, start, lane_free[copy.lane]))
     return events
 
 
@@ -354,7 +405,8 @@ def simulate(trace: Trace, config: Config | None = None, cores: int | None = Non
     if gpu:
         if len(gpu) != len(trace.ops()):
             raise ValueError("simulate() replays CPU traces or GPU traces, not both in one graph")
-        events = replay_streams(gpu, config)
+        copies = [e for e in trace.events if e.kind == "copy"]
+        events = replay_streams(gpu, copies, config)
     else:
         measured_cores = trace.metadata.get("cores") or cores
         ops = model_ops(trace, measured_cores)

@@ -1,5 +1,7 @@
 """The what-if replay on hand-built traces with known answers."""
 
+from pathlib import Path
+
 import pytest
 
 import parallelgraph as pg
@@ -117,3 +119,34 @@ def test_real_runs_replay():
     predicted = pg.simulate(trace, config(2))
     assert {e.name for e in predicted.ops()} == {e.name for e in trace.ops()}
     assert predicted.plot() is not None and "net1 and net2" in str(predicted.explain())
+
+
+def test_launch_interval_is_read_off_ops_that_waited_for_the_host():
+    from parallelgraph.replay import LAUNCH_NS, launch_interval
+
+    us = 1_000
+    # Launch-bound: 5 us kernels launched 30 us apart, alternating between two streams.
+    starts = [i * 30 * us for i in range(6)]
+    launched = [gpu_op(f"n{i % 2}/k{i}", i % 2, t, t + 5 * us) for i, t in enumerate(starts)]
+    assert launch_interval(launched) == pytest.approx(30 * us)
+    # GPU-bound: back-to-back 5 ms kernels on one stream say nothing about the host.
+    busy = [gpu_op(f"n/k{i}", 0, i * 5 * MS, (i + 1) * 5 * MS) for i in range(4)]
+    assert launch_interval(busy) == LAUNCH_NS
+
+
+@pytest.mark.parametrize("size", ["narrow", "small", "large"])
+def test_real_h200_traces_replay_their_own_config_and_copies(size):
+    """Traces of the two-network graph on 2 streams, measured on an H200 (benchmarks/RESULTS.md:
+    1.673 / 0.201 / 7.294 ms on one stream)."""
+    path = Path(__file__).parent / f"fixtures/traces/h200_{size}_2streams.json"
+    measured = Trace.load(path)
+    same = simulate(measured, pg.Config(streams=2, stream_policy="branches"))
+    assert same.makespan_ms == pytest.approx(measured.makespan_ms, rel=0.1)
+    (copy,) = [e for e in same.events if e.kind == "copy"]
+    assert copy.start >= max(e.end for e in same.ops() if e.name == copy.name)
+    one = simulate(measured, pg.Config(streams=1)).makespan_ms
+    one_stream_measured = {"narrow": 1.673, "small": 0.201, "large": 7.294}[size]
+    if size == "large":  # its kernels filled the GPU side by side: the replay cannot undo that
+        assert one > 1.5 * one_stream_measured
+    else:
+        assert one == pytest.approx(one_stream_measured, rel=0.1)
