@@ -9,14 +9,13 @@ inter 1 / intra 1 cell under each cell's config. The table gives both and the re
 the last line the median absolute error over the non-baseline cells (target: <= 15%).
 
 `--gpu` needs no GPU: it replays the two-stream traces that benchmarks/gpu_streams.py recorded
-on an H200 (kept in tests/fixtures/traces/h200_*) on one stream and on their own two, and
+on an H200 (shipped as `parallelgraph.recorded`) on one stream and on their own two, and
 compares with the medians measured there in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -27,13 +26,12 @@ from _common import table
 
 import parallelgraph as pg
 
-H200_TRACES = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "traces")
-
 
 def gpu_table() -> str:
     """Replays of the H200 two-stream traces against the medians measured with them."""
-    with open(os.path.join(H200_TRACES, "h200_gpu_streams.json")) as file:
-        measured = json.load(file)
+    from parallelgraph.recorded import h200_medians, h200_trace
+
+    measured = h200_medians()
     medians = {
         (row["size"], row["streams"]): row["median_ms"]
         for row in measured["rows"]
@@ -41,7 +39,7 @@ def gpu_table() -> str:
     }
     rows = []
     for size in dict.fromkeys(size for size, _ in medians):
-        trace = pg.Trace.load(os.path.join(H200_TRACES, f"h200_{size}_2streams.json"))
+        trace = h200_trace(size)
         for streams in (1, 2):
             predicted = pg.simulate(trace, pg.Config(streams=streams, stream_policy="branches"))
             real = medians[(size, streams)]

@@ -34,7 +34,16 @@ from .trace import Trace, TraceEvent
 
 __version__ = "0.1.0"
 
-_LAZY_SUBMODULES = ("plot", "presets", "analysis", "measure", "widgets", "sweeps", "replay")
+_LAZY_SUBMODULES = (
+    "plot",
+    "presets",
+    "analysis",
+    "measure",
+    "widgets",
+    "sweeps",
+    "replay",
+    "recorded",
+)
 
 
 def sweep(*args: object, **kwargs: object) -> object:

@@ -6,6 +6,7 @@ import pytest
 
 import parallelgraph as pg
 from parallelgraph.explain import explain
+from parallelgraph.recorded import h200_trace
 from parallelgraph.trace import Trace, TraceEvent
 
 
@@ -237,9 +238,8 @@ def test_gpu_streams_that_overlap_are_not_called_a_speed_up():
 )
 def test_real_h200_traces_are_explained_as_gpu_runs(size, cause, advice):
     """Traces of the two-network graph on 2 streams, recorded on an H200 by
-    benchmarks/gpu_streams.py (benchmarks/RESULTS.md)."""
-    path = Path(__file__).parent / f"fixtures/traces/h200_{size}_2streams.json"
-    report = explain(pg.Trace.load(path))
+    benchmarks/gpu_streams.py (parallelgraph.recorded)."""
+    report = explain(h200_trace(size))
     (pair,) = report.pairs
     assert pair.cause == cause and report.gpu_busy is not None
     assert advice in report.suggestion

@@ -1,10 +1,9 @@
 """The what-if replay on hand-built traces with known answers."""
 
-from pathlib import Path
-
 import pytest
 
 import parallelgraph as pg
+from parallelgraph.recorded import h200_trace
 from parallelgraph.replay import WAKE_UP_NS, simulate
 from parallelgraph.trace import Trace, TraceEvent
 
@@ -136,10 +135,9 @@ def test_launch_interval_is_read_off_ops_that_waited_for_the_host():
 
 @pytest.mark.parametrize("size", ["narrow", "small", "large"])
 def test_real_h200_traces_replay_their_own_config_and_copies(size):
-    """Traces of the two-network graph on 2 streams, measured on an H200 (benchmarks/RESULTS.md:
-    1.673 / 0.201 / 7.294 ms on one stream)."""
-    path = Path(__file__).parent / f"fixtures/traces/h200_{size}_2streams.json"
-    measured = Trace.load(path)
+    """Traces of the two-network graph on 2 streams, recorded on an H200 (parallelgraph.recorded;
+    benchmarks/RESULTS.md: 1.673 / 0.201 / 7.294 ms on one stream)."""
+    measured = h200_trace(size)
     same = simulate(measured, pg.Config(streams=2, stream_policy="branches"))
     assert same.makespan_ms == pytest.approx(measured.makespan_ms, rel=0.1)
     (copy,) = [e for e in same.events if e.kind == "copy"]
@@ -150,3 +148,15 @@ def test_real_h200_traces_replay_their_own_config_and_copies(size):
         assert one > 1.5 * one_stream_measured
     else:
         assert one == pytest.approx(one_stream_measured, rel=0.1)
+
+
+def test_recorded_traces_ship_with_the_package_and_say_what_they_are():
+    medians = pg.recorded.h200_medians()
+    assert medians["device"] == "NVIDIA H200"
+    sizes = {row["size"] for row in medians["rows"]}
+    assert sizes == set(pg.recorded.H200_SIZES)
+    for size in pg.recorded.H200_SIZES:
+        trace = pg.recorded.h200_trace(size)
+        assert {e.lane for e in trace.ops()} == {"stream/0", "stream/1"}
+    with pytest.raises(ValueError, match="no recorded H200 trace for size 'huge'"):
+        pg.recorded.h200_trace("huge")

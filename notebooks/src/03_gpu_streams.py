@@ -140,15 +140,30 @@ figure
 results[SIZES[0]]["single, 1 stream"].median_trace().explain() if results else None
 
 # %% [markdown]
-# ## What to expect on a real GPU (measured on an H200: benchmarks/RESULTS.md)
+# ## What it looks like on a real GPU: traces recorded on an H200
 #
-# - `small` graphs are **launch-bound**: each kernel takes a few microseconds, about what
-#   launching it from Python takes, so the streams rarely have two kernels queued at once — more
-#   streams do not help (x0.97).
+# Whatever this machine has, `pg.recorded` holds two-stream traces of this graph recorded on an
+# NVIDIA H200 (benchmarks/gpu_streams.py, median of 20 runs). Replaying each on one stream with
+# `pg.simulate` gives its TensorFlow-1.x counterpart (for `narrow` and `small` the replay is
+# within 5% of the one-stream time measured there, benchmarks/RESULTS.md; it keeps the recorded
+# launch order, which alternates between the networks, where a real one-stream run launches
+# net1's chain first):
+#
 # - `narrow` kernels (long, thin matmuls) use few multiprocessors: two of them fit side by side,
-#   and `branches` takes 0.55 of the 1-stream time, with an overlap of 0.95.
+#   and two streams take 0.55 of the one-stream time, with an overlap of 0.95;
+# - `small` graphs are **launch-bound**: each kernel takes a few microseconds, about what
+#   launching it from Python takes, so the streams rarely have two kernels to run at once;
 # - `large` kernels fill the GPU: two streams overlap them completely and gain nothing —
-#   overlap is not speed-up.
-#
-# `python benchmarks/gpu_streams.py` measures all sizes with more repeats and checks the
-# results against float64 NumPy.
+#   overlap is not speed-up (measured: 7.29 ms on one stream, 7.49 ms on two).
+
+# %%
+recorded = pg.recorded.h200_trace("narrow")
+replayed = pg.simulate(recorded, pg.Config(streams=1))
+pg.plot.compare(
+    [replayed, recorded], labels=["1 stream (replayed)", "2 streams (H200)"], title=None
+)
+
+# %%
+for size in ("narrow", "small", "large"):
+    print(f"== {size}")
+    print(pg.recorded.h200_trace(size).explain())
