@@ -27,7 +27,7 @@ and the copies back to the host after their producers. Limits, said plainly: mem
 contention, cache effects and thread wake-up jitter are only approximated on the CPU; on the
 GPU, kernels on different streams are assumed not to compete for the multiprocessors, so a
 trace measured with kernels that filled the GPU side by side predicts one stream too slow
-(+44% and +75% for the `medium` and `large` graphs on an H200, within 5% for `narrow` and
+(+42% and +75% for the `medium` and `large` graphs on an H200, within 5% for `narrow` and
 `small`: benchmarks/RESULTS.md).
 """
 
@@ -329,17 +329,55 @@ def launch_interval(ops: list[TraceEvent]) -> float:
     return min(waited_for_host) if waited_for_host else min(bound, LAUNCH_NS)
 
 
+def launch_order(
+    ordered: list[TraceEvent], producers: dict[int, list[int]], breadth_first: bool
+) -> list[int]:
+    """The order the executor launches the ops in (indices into `ordered`, a measured order).
+
+    As `Plan.priority` does: breadth-first — by depth, then measured order — when the ops use
+    several streams; otherwise graph order, which a trace does not record: approximated by
+    top-level scope (in order of first appearance), then measured order, which is how graphs
+    built scope by scope are numbered. Always a topological order.
+    """
+    depth = [0] * len(ordered)
+    for i in range(len(ordered)):  # measured order is topological
+        depth[i] = 1 + max((depth[p] for p in producers[i]), default=-1)
+    scopes: dict[str, int] = {}
+    for event in ordered:
+        scopes.setdefault(event.scope.split("/")[0], len(scopes))
+    if breadth_first:
+        keys = [(depth[i], i) for i in range(len(ordered))]
+    else:
+        keys = [(scopes[e.scope.split("/")[0]], i) for i, e in enumerate(ordered)]
+    consumers: dict[int, list[int]] = {i: [] for i in range(len(ordered))}
+    waiting = [len(producers[i]) for i in range(len(ordered))]
+    for i in range(len(ordered)):
+        for p in producers[i]:
+            consumers[p].append(i)
+    ready = [keys[i] for i in range(len(ordered)) if not waiting[i]]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, i = heapq.heappop(ready)
+        order.append(i)
+        for consumer in consumers[i]:
+            waiting[consumer] -= 1
+            if not waiting[consumer]:
+                heapq.heappush(ready, keys[consumer])
+    return order
+
+
 def replay_streams(
     ops: list[TraceEvent], copies: list[TraceEvent], config: Config
 ) -> list[TraceEvent]:
     """GPU ops on `config.streams` streams assigned by `config.stream_policy`, and copies.
 
-    Each op keeps its measured kernel time; the host launches them in their measured order, one
-    `launch_interval` apart; a stream runs its kernels one after another, and an op starts once
-    its stream is free and its inputs are done (the CUDA events). A copy back to the host starts
-    when its producer ends (one at a time on its lane); other copies keep their measured place.
-    Kernels on different streams are assumed not to slow each other down — true for kernels
-    that leave the GPU room, optimistic for kernels that fill it.
+    Each op keeps its measured kernel time; the host launches them one `launch_interval` apart,
+    in the order the executor would (`launch_order`); a stream runs its kernels one after
+    another, and an op starts once its stream is free and its inputs are done (CUDA events). A
+    copy back to the host starts when its producer ends (one at a time on its lane); other
+    copies keep their measured place. Kernels on different streams are assumed not to slow each
+    other down — true for kernels that leave the GPU room, optimistic for kernels that fill it.
     """
     from .streams import POLICIES
 
@@ -356,10 +394,12 @@ def replay_streams(
     stream_free: dict[int, float] = {}
     ends: dict[int, float] = {}
     events = []
-    for i, event in enumerate(ordered):
-        stream = stream_of[i]
+    breadth_first = len(set(stream_of.values())) > 1
+    for position, i in enumerate(launch_order(ordered, producers, breadth_first)):
+        event, stream = ordered[i], stream_of[i]
         start = max(
-            [(i + 1) * interval, stream_free.get(stream, 0.0)] + [ends[p] for p in producers[i]]
+            [(position + 1) * interval, stream_free.get(stream, 0.0)]
+            + [ends[p] for p in producers[i]]
         )
         ends[i] = stream_free[stream] = start + event.duration
         events.append(_moved(event, f"stream/{stream}", start, ends[i]))

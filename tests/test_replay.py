@@ -160,3 +160,18 @@ def test_recorded_traces_ship_with_the_package_and_say_what_they_are():
         assert {e.lane for e in trace.ops()} == {"stream/0", "stream/1"}
     with pytest.raises(ValueError, match="no recorded H200 trace for size 'huge'"):
         pg.recorded.h200_trace("huge")
+
+
+def test_replayed_launches_follow_the_executors_order():
+    """One stream: scope by scope (net1's chain first), as the plan's graph order launches;
+    several: breadth-first, as Plan.priority launches. Either way, dependencies first."""
+    trace = pg.recorded.h200_trace("narrow")  # recorded breadth-first, on two streams
+    chain = ["RandomNormal", "MatMul", "Add", "MatMul_1"]
+
+    def launched(streams):
+        replayed = simulate(trace, pg.Config(streams=streams, stream_policy="branches"))
+        return [e.name for e in sorted(replayed.ops(), key=lambda e: e.start)]
+
+    assert launched(1) == [f"{n}/{op}" for n in ("net1", "net2") for op in chain] + ["out"]
+    assert launched(2)[:2] == ["net1/RandomNormal", "net2/RandomNormal"]
+    assert launched(2)[-1] == "out"

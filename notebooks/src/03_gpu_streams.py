@@ -145,9 +145,7 @@ results[SIZES[0]]["single, 1 stream"].median_trace().explain() if results else N
 # Whatever this machine has, `pg.recorded` holds two-stream traces of this graph recorded on an
 # NVIDIA H200 (benchmarks/gpu_streams.py, median of 20 runs). Replaying each on one stream with
 # `pg.simulate` gives its TensorFlow-1.x counterpart (for `narrow` and `small` the replay is
-# within 5% of the one-stream time measured there, benchmarks/RESULTS.md; it keeps the recorded
-# launch order, which alternates between the networks, where a real one-stream run launches
-# net1's chain first):
+# within 5% of the one-stream time measured there, benchmarks/RESULTS.md):
 #
 # - `narrow` kernels (long, thin matmuls) use few multiprocessors: two of them fit side by side,
 #   and two streams take 0.55 of the one-stream time, with an overlap of 0.95;
