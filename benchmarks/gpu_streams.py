@@ -56,19 +56,11 @@ def float64_reference(sess, graph):
     return total
 
 
-def gpu_busy_fraction(trace) -> float:
-    """Union of the GPU op intervals over the makespan."""
-    from parallelgraph.intervals import length, merge
-
-    busy = merge((e.start, e.end) for e in trace.ops() if e.device.startswith("gpu"))
-    span = trace.end - trace.start
-    return length(busy) / span if span else 0.0
-
-
 def measure(size, streams: int, launch: str, repeats: int) -> dict:
     import numpy as np
 
     import parallelgraph as pg
+    from parallelgraph import analysis
     from parallelgraph.kernels import gpu
     from parallelgraph.presets import size_label, two_networks
 
@@ -96,7 +88,7 @@ def measure(size, streams: int, launch: str, repeats: int) -> dict:
         "streams": streams,
         "median_ms": statistics.median(makespans),
         "overlap": statistics.median(t.overlap("net1", "net2") for t in traces),
-        "gpu_busy": statistics.median(gpu_busy_fraction(t) for t in traces),
+        "gpu_busy": statistics.median(analysis.gpu_busy(t) for t in traces),
         "host_us_per_op": statistics.median(walls) / gpu_ops * 1e6,
         "error": error,
         "trace": median_trace,

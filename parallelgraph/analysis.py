@@ -110,6 +110,20 @@ def input_wait(trace: Trace, events: Iterable[TraceEvent]) -> list[int]:
     return waits
 
 
+def gpu_busy(trace: Trace) -> float | None:
+    """The part of the makespan during which some kernel ran (the union of the op intervals),
+    for a trace whose ops all ran on a GPU; None for any other trace."""
+    ops = trace.ops()
+    if not ops or not all(e.device.startswith("gpu") for e in ops):
+        return None
+    span = trace.end - trace.start
+    return (
+        sum(end - start for start, end in merge((e.start, e.end) for e in ops)) / span
+        if span
+        else 0.0
+    )
+
+
 def utilization(trace: Trace) -> dict[str, float]:
     """Busy fraction of the makespan, per lane."""
     span = trace.end - trace.start

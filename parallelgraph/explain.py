@@ -165,7 +165,7 @@ def explain(trace: Trace) -> Explanation:
     path = analysis.critical_path(trace)
     bound = max(work // workers, path.length)
     makespan = trace.end - trace.start
-    gpu_busy = _gpu_busy(trace, makespan)
+    gpu_busy = analysis.gpu_busy(trace)
     notes = _notes(trace) + _gpu_notes(pairs, gpu_busy)
     if gpu_busy is not None:
         suggestion = _gpu_suggestion(pairs, makespan, gpu_busy, path.length)
@@ -287,13 +287,11 @@ def _too_short(trace: Trace, a: str, b: str, config: dict) -> tuple[str, str] | 
         return None
     median = statistics.median(e.duration for e in ops)
     one_lane = len({e.lane for e in ops}) == 1 and config.get("inter_op_threads", 1) > 1
-    if median < SHORT_OP_NS and all(_on_gpu(e) for e in ops):
-        busy = _gpu_busy(trace, trace.end - trace.start) or 0.0
+    if median < SHORT_OP_NS and all(e.device.startswith("gpu") for e in ops):
         return "ops too short", (
             f"Cause: kernels too short — their median time is {median / 1e3:.1f} us, about what "
-            f"launching a kernel from Python costs; the GPU finished each one before the host "
-            f"had launched the next (some kernel ran {busy:.0%} of the time), so the streams "
-            "seldom had two kernels to run at once."
+            "launching a kernel from Python costs; the GPU finished each one before the host "
+            "had launched the next, so the streams seldom had two kernels to run at once."
         )
     if median < SHORT_OP_NS:
         return "ops too short", (
@@ -333,20 +331,6 @@ def _notes(trace: Trace) -> tuple[str, ...]:
         f"Soft placement: {len(moved)} op(s) placed on {', '.join(devices)} ran on cpu:0 "
         "because that device was not usable.",
     )
-
-
-def _on_gpu(event: Any) -> bool:
-    return event.device.startswith("gpu")
-
-
-def _gpu_busy(trace: Trace, makespan: int) -> float | None:
-    """Part of the makespan during which some kernel ran; None unless every op ran on a GPU."""
-    from .intervals import length, merge
-
-    ops = trace.ops()
-    if not ops or not all(_on_gpu(e) for e in ops):
-        return None
-    return length(merge((e.start, e.end) for e in ops)) / makespan if makespan else 0.0
 
 
 def _gpu_notes(pairs: tuple[PairReport, ...], gpu_busy: float | None) -> tuple[str, ...]:

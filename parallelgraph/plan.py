@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -97,8 +98,12 @@ class Plan:
         one for all GPU steps (launching a kernel takes microseconds; every extra woken thread
         only contends for the GIL with the one launching, which on a GPU-only graph measurably
         delays the launches: benchmarks/RESULTS.md, GPU streams)."""
-        cpu_steps = sum(1 for step in self.steps if not step.on_gpu)
-        return max(1, min(threads, cpu_steps + (1 if self.uses_gpu else 0)))
+        return max(1, min(threads, self.cpu_steps + (1 if self.uses_gpu else 0)))
+
+    @functools.cached_property
+    def cpu_steps(self) -> int:
+        """How many steps run on the CPU (counted once per plan)."""
+        return sum(1 for step in self.steps if not step.on_gpu)
 
 
 def estimated_ns(definition: OpDef, cost: Cost) -> float:

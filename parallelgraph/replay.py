@@ -33,6 +33,7 @@ trace measured with kernels that filled the GPU side by side predicts one stream
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 import statistics
@@ -283,21 +284,9 @@ class Replay:
     def _event(
         op: OpModel, lane: str, start: float, end: float, kind: str, shard: Any
     ) -> TraceEvent:
-        source = op.event
-        return TraceEvent(
-            source.name,
-            source.op_type,
-            source.scope,
-            source.device,
-            kind,
-            lane,
-            int(start),
-            int(end),
-            source.flops,
-            source.bytes,
-            shard,
-            source.inputs if kind == "op" else (),
-        )
+        inputs = op.event.inputs if kind == "op" else ()
+        event = dataclasses.replace(op.event, kind=kind, shard=shard, inputs=inputs)
+        return _moved(event, lane, start, end)
 
 
 def launch_interval(ops: list[TraceEvent]) -> float:
@@ -417,20 +406,7 @@ def replay_streams(
 
 
 def _moved(event: TraceEvent, lane: str, start: float, end: float) -> TraceEvent:
-    return TraceEvent(
-        event.name,
-        event.op_type,
-        event.scope,
-        event.device,
-        event.kind,
-        lane,
-        int(start),
-        int(end),
-        event.flops,
-        event.bytes,
-        event.shard,
-        event.inputs,
-    )
+    return dataclasses.replace(event, lane=lane, start=int(start), end=int(end))
 
 
 def simulate(trace: Trace, config: Config | None = None, cores: int | None = None) -> Trace:
