@@ -3,7 +3,9 @@
 All functions are pure: they read a Trace's events and return numbers or frozen records.
 
 - **work**: the compute time of the run — for a sharded op the sum of its shards (they may have
-  run on several threads), otherwise the op's own duration.
+  run on several threads), otherwise the op's own duration. Only the outermost events of a lane
+  count: an event nested in another (a profiler's `aten::addmm` inside `aten::linear`) is part
+  of its parent's time, not more of it.
 - **critical path** (span): the longest chain of dependent ops, following each op event's
   `inputs`; its length is the sum of the op durations on it. Events are visited in start order,
   which is a topological order because an op starts only after its inputs ended.
@@ -11,7 +13,10 @@ All functions are pure: they read a Trace's events and return numbers or frozen 
   finish sooner (Brent / Graham); how close the measured makespan gets says how much a better
   schedule could still win.
 - **utilization** of a lane: busy time / makespan; **idle gaps**: where a lane sat idle.
-- **scope dependencies**: whether some op of one scope (transitively) consumed an op of another.
+- **concurrency**: how much of the run had two or more ops (or shards) computing at once — what
+  tells a run that could use one thread only from one that had more.
+- **scope dependencies**: whether some op of one scope (transitively) consumed an op of another,
+  and how much of the producer's time the consumer waited for.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .intervals import intersect, merge, subtract
+from .intervals import intersect, length, merge, subtract
 from .trace import TraceEvent
 
 if TYPE_CHECKING:
@@ -40,31 +45,60 @@ class CriticalPath:
 
 
 def op_events_by_name(trace: Trace) -> dict[str, TraceEvent]:
-    """Op events keyed by name (an op that ran twice in one trace keeps its first event)."""
+    """Op events, nested ones too, keyed by name (an op that ran twice in one trace keeps its
+    first event)."""
     events: dict[str, TraceEvent] = {}
-    for event in trace.ops():
+    for event in trace.ops(nested=True):
         events.setdefault(event.name, event)
     return events
 
 
+def outermost_inputs(trace: Trace) -> dict[str, set[str]]:
+    """For each outermost op, what it and the ops nested in it consumed, as outermost ops:
+    the dependencies between the events that hold the time (a flow into `aten::addmm` is a
+    dependency of the `aten::linear` around it)."""
+    parent = {e.name: e.parent for e in trace.ops(nested=True)}
+
+    def root(name: str) -> str:
+        seen = {name}
+        while parent.get(name) is not None and parent[name] in parent and parent[name] not in seen:
+            name = parent[name]
+            seen.add(name)
+        return name
+
+    inputs: dict[str, set[str]] = {e.name: set() for e in trace.ops()}
+    for event in trace.ops(nested=True):
+        owner = root(event.name)
+        if owner in inputs:
+            inputs[owner].update(root(n) for n in event.inputs if n in parent)
+    for owner, names in inputs.items():
+        names.discard(owner)
+    return inputs
+
+
 def total_work(trace: Trace) -> int:
-    """Compute time in ns: shards summed for sharded ops, op duration for the others."""
+    """Compute time in ns: shards summed for sharded ops, op duration for the other outermost
+    ops, plus copies (nested events are part of their parent's time)."""
     shard_time: dict[str, int] = {}
     for event in trace.events:
         if event.kind == "shard":
             shard_time[event.name] = shard_time.get(event.name, 0) + event.duration
     return sum(shard_time.get(event.name, event.duration) for event in trace.ops()) + sum(
-        event.duration for event in trace.events if event.kind == "copy"
+        event.duration for event in trace.events if event.kind == "copy" and event.parent is None
     )
 
 
 def critical_path(trace: Trace) -> CriticalPath:
-    """The longest chain of ops linked by `inputs` (without dependency data: the longest op)."""
+    """The longest chain of outermost ops linked by `inputs` (those of nested ops included;
+    without dependency data: the longest op)."""
     longest: dict[str, tuple[int, str | None]] = {}
-    by_name = op_events_by_name(trace)
+    by_name: dict[str, TraceEvent] = {}
+    for event in trace.ops():
+        by_name.setdefault(event.name, event)
+    inputs = outermost_inputs(trace)
     for event in sorted(by_name.values(), key=lambda e: e.start):
         best_length, best_input = 0, None
-        for name in event.inputs:
+        for name in sorted(inputs.get(event.name, ())):
             if name in longest and longest[name][0] > best_length:
                 best_length, best_input = longest[name][0], name
         longest[event.name] = (best_length + event.duration, best_input)
@@ -81,16 +115,45 @@ def critical_path(trace: Trace) -> CriticalPath:
 
 def worker_lanes(trace: Trace) -> list[str]:
     """Lanes that ran ops (inter-op workers, streams, Dask workers), not shard helpers."""
-    return sorted({event.lane for event in trace.ops()}, key=trace.lanes.index)
+    ran_ops = {event.lane for event in trace.ops()}
+    return [lane for lane in trace.lanes if lane in ran_ops and trace.lane(lane).kind.computes]
 
 
 def compute_lanes(trace: Trace) -> list[str]:
     """Lanes that computed (ran ops or shards): copy and transfer lanes are not workers."""
+    computed = {e.lane for e in trace.events if e.kind != "copy"}
+    return [lane for lane in trace.lanes if lane in computed and trace.lane(lane).kind.computes]
+
+
+def computing_pieces(trace: Trace) -> list[TraceEvent]:
+    """What occupied a thread or stream: the shards of sharded ops, the other outermost ops."""
+    sharded = {e.name for e in trace.events if e.kind == "shard"}
     return [
-        lane
-        for lane in trace.lanes
-        if any(e.lane == lane and e.kind != "copy" for e in trace.events)
+        e
+        for e in trace.events
+        if (e.kind == "shard" or (e.kind == "op" and e.parent is None and e.name not in sharded))
+        and trace.lane(e.lane).kind.computes
     ]
+
+
+def concurrency(trace: Trace) -> float:
+    """The share of the time something computed during which two or more pieces of work
+    (ops or shards, on different lanes) computed at once: 0.0 for a run that did one thing at
+    a time, whatever number of threads it had."""
+    points = []
+    for piece in computing_pieces(trace):
+        points.extend(((piece.start, 1), (piece.end, -1)))
+    points.sort()
+    busy_any = busy_many = 0
+    running, previous = 0, None
+    for time, delta in points:
+        if previous is not None and running:
+            busy_any += time - previous
+            if running >= 2:
+                busy_many += time - previous
+        running += delta
+        previous = time
+    return busy_many / busy_any if busy_any else 0.0
 
 
 def lower_bound(trace: Trace, workers: int | None = None) -> int:
@@ -167,6 +230,40 @@ def dependency_between(trace: Trace, scope_a: str, scope_b: str) -> tuple[str, s
             if reached:
                 return min(reached), consumer
     return None
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """What one branch needed of another: its longest needed op, a consumer of it, how many
+    of the other's ops were needed and the share of the other's busy time they hold."""
+
+    producer: str
+    consumer: str
+    count: int
+    share: float
+
+
+def heaviest_dependency(
+    trace: Trace, ops_a: Iterable[TraceEvent], ops_b: Iterable[TraceEvent]
+) -> Dependency | None:
+    """Of the two directions (b needs a, a needs b), the one whose needed ops hold the larger
+    share of their branch's busy time; None when neither branch needs the other."""
+    events = op_events_by_name(trace)
+    a = {e.name: e for e in ops_a}
+    b = {e.name: e for e in ops_b}
+    best: Dependency | None = None
+    for consumers, producers in ((b, a), (a, b)):
+        needed = ancestors(events, consumers) & set(producers)
+        if not needed:
+            continue
+        busy = length(merge((e.start, e.end) for e in producers.values()))
+        held = length(merge((events[n].start, events[n].end) for n in needed))
+        heaviest = max(sorted(needed), key=lambda n: events[n].duration)
+        consumer = next(c for c in sorted(consumers) if heaviest in ancestors(events, [c]))
+        found = Dependency(heaviest, consumer, len(needed), held / busy if busy else 1.0)
+        if best is None or found.share > best.share:
+            best = found
+    return best
 
 
 def all_busy_fraction(trace: Trace, lanes: list[str], window: list[tuple[int, int]]) -> float:

@@ -1,26 +1,34 @@
 """`trace.explain()`: did the independent parts of my graph run in parallel — and if not, why?
 
-For every pair of top-level scopes the report says how much they overlapped. When two scopes
-did not overlap (overlap below `OVERLAPPED`), it names the first cause that the trace supports,
-checked in this order:
+The report compares *branches* (`parallelgraph.branches`): by default the top-level scopes, or
+for a trace without them the threads (or streams) that ran ops; any others can be named. For
+every pair it says how much they overlapped, and when they did not (overlap below
+`OVERLAPPED`) it names the first `Cause` that the trace supports, checked in this order:
 
-1. **a dependency**: an op of one scope consumed (transitively) an op of the other — no thread
-   setting can overlap them;
+1. **a dependency**: one branch's real work waited for the other's — the ops of one that an op
+   of the other (transitively) consumed hold at least `DEPENDENCY_SHARE` of its busy time. A
+   shared constant or shape op that took microseconds is no reason: no thread setting can
+   overlap a true dependency, but it can overlap everything around a trivial one;
 2. **soft placement**: the ops were placed on a GPU, more than one stream was asked for, but no
    GPU was usable, so they ran on the CPU;
-3. **one stream** (GPU ops) or **one inter-op thread** (CPU ops): the config allowed only one op
-   at a time, or every op ran on one lane;
-4. **every worker busy**: while one scope ran without the other, every worker lane was running
+3. **one stream** (GPU ops) or **one worker** (CPU ops): the config allowed only one op at a
+   time — or, for a trace without a config, nothing in the whole run ever ran at the same time
+   as anything else (TensorFlow's inter_op_parallelism_threads=1, eager PyTorch, XLA's CPU
+   runtime, a one-threaded Python program);
+4. **every worker busy**: while one branch ran without the other, every worker lane was running
    some op — there was no free worker to start the other;
 5. **ops too short**: the ops are so short (median below `SHORT_OP_NS`) that handing them to
-   another thread costs as much as running them (~15-40 us per hand-off on this kind of machine);
-   for GPU kernels, that launching them from Python does: the GPU waits for the host
-   (launch-bound), so a second stream seldom has a kernel queued;
+   another thread costs as much as running them; for GPU kernels, that launching them does:
+   the GPU waits for the host (launch-bound), so a second stream seldom has a kernel queued;
 6. **scheduling latency**: ops started long after their inputs were ready (a Dask scheduler's
    round trips, thread wake-ups), so workers idled between them.
 
-Then it compares the makespan with the bounds of `analysis` (work / P and the critical path)
-and proposes the one change most likely to help.
+Then it compares the makespan with the bounds of `analysis` — work / P and the critical path —
+twice: for the P lanes the run used, and for the workers it could have had (the config's
+threads or cores, the cores the trace's metadata records, or this machine's: it says which) —
+so a run that used one thread is never told that "only more cores help". Last comes the one
+change most likely to help, in the words of the tool that wrote the trace (`Trace.source`:
+TensorFlow's ConfigProto, PyTorch's torch.set_num_threads, JAX's devices, Python threads).
 
 A trace whose ops all ran on a GPU is judged as one: its streams are not processors (kernels on
 two streams share one GPU's multiprocessors, so overlap shows concurrency, not speed-up), so the
@@ -29,16 +37,22 @@ report gives the GPU's busy fraction instead of work / P, and never proposes CPU
 
 from __future__ import annotations
 
+import enum
 import html
 import itertools
+import os
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import analysis
+from .branches import Branch, default_branches, overlap_of, select
+from .lanes import LaneKind
 
 if TYPE_CHECKING:
-    from .trace import Trace
+    from .chrome.producers.base import Knobs
+    from .trace import Trace, TraceEvent
 
 #: Pairs overlapping at least this much "ran in parallel".
 OVERLAPPED = 0.5
@@ -50,33 +64,54 @@ LATENCY_NS = 1_000_000
 WAKE_UP_NS = 1_000_000
 #: Fraction of the exclusive time during which all workers were busy to call them "all busy".
 ALL_BUSY = 0.8
-#: At most this many scope pairs are listed.
+#: A dependency is the cause when the producer-side ops it needs hold this much of its branch.
+DEPENDENCY_SHARE = 0.5
+#: A run in which things computed at once less than this share of the time did one at a time.
+ONE_AT_A_TIME = 0.02
+#: At most this many pairs are listed.
 MAX_PAIRS = 12
 
-CAUSES = (
-    "dependency",
-    "soft placement",
-    "one stream",
-    "one worker",
-    "all workers busy",
-    "ops too short",
-    "scheduling latency",
-)
+
+class Cause(str, enum.Enum):
+    """Why two branches did not overlap (a `str`, so `cause == "one worker"` reads naturally)."""
+
+    DEPENDENCY = "dependency"
+    SOFT_PLACEMENT = "soft placement"
+    ONE_STREAM = "one stream"
+    ONE_WORKER = "one worker"
+    ALL_BUSY = "all workers busy"
+    TOO_SHORT = "ops too short"
+    LATENCY = "scheduling latency"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+CAUSES = tuple(cause.value for cause in Cause)
 
 
 @dataclass(frozen=True)
 class PairReport:
-    """How two top-level scopes related in time, and why they did not overlap (if they did not)."""
+    """How two branches related in time, and why they did not overlap (if they did not)."""
 
     scope_a: str
     scope_b: str
     overlap: float
-    cause: str | None
+    cause: Cause | None
     detail: str
 
     @property
     def overlapped(self) -> bool:
         return self.overlap >= OVERLAPPED
+
+
+@dataclass(frozen=True)
+class Workers:
+    """How many lanes a run used, and how many workers it could have had, and says whence."""
+
+    used: int
+    possible: int
+    basis: str  # "the config's 4 inter-op x 1 intra-op threads", "this machine's 2 cores"...
 
 
 @dataclass(frozen=True)
@@ -94,52 +129,51 @@ class Explanation:
     omitted_pairs: int = 0
     #: For a trace whose ops all ran on a GPU: the part of the makespan some kernel ran.
     gpu_busy: float | None = None
+    source: str = "parallelgraph"
+    #: The workers the run could have had; None for GPU traces.
+    possible: Workers | None = None
 
     def lines(self) -> list[str]:
-        out = []
-        for pair in self.pairs:
-            verdict = (
-                "ran in parallel"
-                if pair.overlapped
-                else "partly overlapped"
-                if pair.overlap > 0
-                else "did not overlap"
-            )
-            out.append(
-                f"{pair.scope_a} and {pair.scope_b}: {verdict} (overlap {pair.overlap:.2f})."
-            )
-            if pair.detail:
-                out.append(f"  {pair.detail}")
+        out = [line for pair in self.pairs for line in _pair_lines(pair)]
         if self.omitted_pairs:
-            out.append(f"({self.omitted_pairs} more scope pairs not listed)")
+            out.append(f"({self.omitted_pairs} more pairs not listed)")
         if not self.pairs:
             out.append("Only one top-level scope ran: there is no pair to compare.")
         out.extend(self.notes)
+        out.append(self._bound_line())
+        out.append(f"Most likely to help: {self.suggestion}")
+        return out
+
+    def _bound_line(self) -> str:
         ms = 1e6
         path = " -> ".join(self.critical_path.names[:6]) + (
             " -> ..." if len(self.critical_path.ops) > 6 else ""
         )
         if self.gpu_busy is not None:
-            out.append(
+            return (
                 f"Makespan {self.makespan_ns / ms:.2f} ms, some kernel running "
                 f"{self.gpu_busy:.0%} of it; the critical path ({path or 'none'}) takes "
                 f"{self.critical_path.length / ms:.2f} ms (kernels that share the GPU run "
                 "slower than alone: a guide, not a bound)."
             )
-        else:
-            out.append(
-                f"Makespan {self.makespan_ns / ms:.2f} ms. Work {self.work_ns / ms:.2f} ms on "
-                f"{self.workers} lane(s) gives {self.work_ns / self.workers / ms:.2f} ms; the "
-                f"critical path ({path or 'none'}) takes {self.critical_path.length / ms:.2f} "
-                f"ms; so no schedule beats {self.lower_bound_ns / ms:.2f} ms"
-                + (
-                    f" (this run took {self.makespan_ns / self.lower_bound_ns:.2f}x that)."
-                    if self.lower_bound_ns
-                    else "."
-                )
+        line = (
+            f"Makespan {self.makespan_ns / ms:.2f} ms. Work {self.work_ns / ms:.2f} ms on "
+            f"{self.workers} lane(s) gives {self.work_ns / self.workers / ms:.2f} ms; the "
+            f"critical path ({path or 'none'}) takes {self.critical_path.length / ms:.2f} "
+            f"ms; so no schedule on those lanes beats {self.lower_bound_ns / ms:.2f} ms"
+            + (
+                f" (this run took {self.makespan_ns / self.lower_bound_ns:.2f}x that)."
+                if self.lower_bound_ns
+                else "."
             )
-        out.append(f"Most likely to help: {self.suggestion}")
-        return out
+        )
+        if self.possible and self.possible.possible > self.workers:
+            bound = max(self.work_ns // self.possible.possible, self.critical_path.length)
+            line += (
+                f" With {self.possible.possible} workers ({self.possible.basis}), "
+                f"{bound / ms:.2f} ms."
+            )
+        return line
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
@@ -152,50 +186,95 @@ class Explanation:
         return str(self)
 
 
-def explain(trace: Trace) -> Explanation:
-    """Build the report for `trace` (see the module docstring)."""
+def _pair_lines(pair: PairReport) -> list[str]:
+    verdict = (
+        "ran in parallel"
+        if pair.overlapped
+        else "partly overlapped"
+        if pair.overlap > 0
+        else "did not overlap"
+    )
+    lines = [f"{pair.scope_a} and {pair.scope_b}: {verdict} (overlap {pair.overlap:.2f})."]
+    if pair.detail:
+        lines.append(f"  {pair.detail}")
+    return lines
+
+
+def _knobs(trace: Trace) -> Knobs:
+    from .chrome.producers import knobs_for
+
+    return knobs_for(trace.source)
+
+
+def explain(trace: Trace, *branches: str) -> Explanation:
+    """Build the report for `trace` (see the module docstring); `branches` name what to
+    compare (scopes, "lane:NAME", "op:PATTERN"), by default the top-level scopes."""
     config: dict[str, Any] = dict(trace.metadata.get("config", {}) or {})
     if "cores" in trace.metadata:
         config["cores"] = trace.metadata["cores"]
-    scopes = [s for s in trace.scopes() if s]
-    pairs_all = list(itertools.combinations(scopes, 2))
-    pairs = tuple(_pair_report(trace, a, b, config) for a, b in pairs_all[:MAX_PAIRS])
+    chosen = [select(trace, b) for b in branches] if branches else default_branches(trace)
+    pairs_all = list(itertools.combinations(chosen, 2))
+    context = _Context(trace, config, _knobs(trace))
+    pairs = tuple(_pair_report(context, a, b) for a, b in pairs_all[:MAX_PAIRS])
     work = analysis.total_work(trace)
-    workers = max(1, len(analysis.compute_lanes(trace)))
+    used = max(1, len(analysis.compute_lanes(trace)))
     path = analysis.critical_path(trace)
-    bound = max(work // workers, path.length)
+    bound = max(work // used, path.length)
     makespan = trace.end - trace.start
     gpu_busy = analysis.gpu_busy(trace)
+    possible = None if gpu_busy is not None else possible_workers(trace, config, used)
     notes = _notes(trace) + _gpu_notes(pairs, gpu_busy)
     if gpu_busy is not None:
-        suggestion = _gpu_suggestion(pairs, makespan, gpu_busy, path.length)
+        suggestion = _gpu_suggestion(context, pairs, makespan, gpu_busy, path.length)
     else:
-        suggestion = _suggestion(pairs, config, makespan, work, workers, path.length)
+        suggestion = _suggestion(context, pairs, makespan, work, possible, path.length)
     return Explanation(
         pairs=pairs,
         makespan_ns=makespan,
         work_ns=work,
-        workers=workers,
+        workers=used,
         critical_path=path,
         lower_bound_ns=bound,
         notes=notes,
         suggestion=suggestion,
         omitted_pairs=max(0, len(pairs_all) - MAX_PAIRS),
         gpu_busy=gpu_busy,
+        source=trace.source,
+        possible=possible,
     )
 
 
-def _pair_report(trace: Trace, a: str, b: str, config: dict[str, Any]) -> PairReport:
-    overlap = trace.overlap(a, b)
+def possible_workers(trace: Trace, config: dict[str, Any], used: int) -> Workers:
+    """The workers the run could have had, and whence that number comes."""
+    cores = config.get("cores")
+    if cores:
+        return Workers(used, max(used, int(cores)), f"the run's machine had {cores} cores")
+    machine = os.cpu_count() or 1
+    return Workers(
+        used,
+        max(used, machine),
+        f"this machine's {machine} cores; the trace does not say what the traced one had",
+    )
+
+
+@dataclass(frozen=True)
+class _Context:
+    trace: Trace
+    config: dict[str, Any]
+    knobs: Knobs
+
+
+def _pair_report(context: _Context, a: Branch, b: Branch) -> PairReport:
+    overlap = overlap_of(a, b)
     if overlap >= OVERLAPPED:
-        return PairReport(a, b, overlap, None, "")
+        return PairReport(a.label, b.label, overlap, None, "")
     for check in (_dependency, _soft_placement, _one_worker, _all_busy, _too_short, _latency):
-        found = check(trace, a, b, config)
+        found = check(context, a, b)
         if found is not None:
-            return PairReport(a, b, overlap, *found)
+            return PairReport(a.label, b.label, overlap, *found)
     return PairReport(
-        a,
-        b,
+        a.label,
+        b.label,
         overlap,
         None,
         "Cause not determined: they were independent and workers were free at times; "
@@ -203,77 +282,94 @@ def _pair_report(trace: Trace, a: str, b: str, config: dict[str, Any]) -> PairRe
     )
 
 
-def _ops_of(trace: Trace, *scopes: str) -> list:
-    return [e for e in trace.ops() if any(e.in_scope(s) for s in scopes)]
+Found = tuple[Cause, str] | None
 
 
-def _dependency(trace: Trace, a: str, b: str, config: dict) -> tuple[str, str] | None:
-    edge = analysis.dependency_between(trace, a, b)
-    if edge is None:
+def _dependency(context: _Context, a: Branch, b: Branch) -> Found:
+    found = analysis.heaviest_dependency(context.trace, a.ops, b.ops)
+    if found is None or found.share < DEPENDENCY_SHARE:
         return None
-    producer, consumer = edge
-    return "dependency", (
-        f"Cause: a dependency — {consumer!r} needs {producer!r}, so one had to wait for the "
-        "other; no thread or stream setting can overlap them."
+    return Cause.DEPENDENCY, (
+        f"Cause: a dependency — {found.consumer!r} needs {found.producer!r}"
+        + (f" and {found.count - 1} more op(s)" if found.count > 1 else "")
+        + f" ({found.share:.0%} of the other's busy time), so one had to wait for the other; "
+        "no thread or stream setting can overlap them."
     )
 
 
-def _soft_placement(trace: Trace, a: str, b: str, config: dict) -> tuple[str, str] | None:
-    moved = [n for n in trace.metadata.get("notes", []) if "soft placement" in n]
-    names = {e.name for e in _ops_of(trace, a, b)}
+def _soft_placement(context: _Context, a: Branch, b: Branch) -> Found:
+    moved = [n for n in context.trace.metadata.get("notes", []) if "soft placement" in n]
+    names = {e.name for e in a.ops + b.ops}
     moved_here = [n for n in moved if n.split(":", 1)[0] in names]
-    if not moved_here or config.get("streams", 1) < 2:
+    if not moved_here or context.config.get("streams", 1) < 2:
         return None
-    return "soft placement", (
+    return Cause.SOFT_PLACEMENT, (
         f"Cause: soft placement — {len(moved_here)} of their ops were placed on a GPU to run on "
         f"separate streams, but no GPU was usable, so they ran on the CPU, where "
-        f"{config.get('inter_op_threads', '?')} inter-op thread(s) decide."
+        f"{context.config.get('inter_op_threads', '?')} inter-op thread(s) decide."
     )
 
 
-def _one_worker(trace: Trace, a: str, b: str, config: dict) -> tuple[str, str] | None:
-    ops = _ops_of(trace, a, b)
+def _on_streams(trace: Trace, ops: tuple[TraceEvent, ...]) -> bool:
+    return bool(ops) and all(trace.lane(e.lane).kind is LaneKind.STREAM for e in ops)
+
+
+def _one_worker(context: _Context, a: Branch, b: Branch) -> Found:
+    trace, config, ops = context.trace, context.config, a.ops + b.ops
     lanes = {e.lane for e in ops}
-    if ops and all(e.lane.startswith("stream/") for e in ops):  # GPU ops: streams decide
+    if _on_streams(trace, ops):  # GPU ops: streams decide
+        return _one_stream(context, ops, lanes)
+    if config.get("inter_op_threads") == 1:
+        return Cause.ONE_WORKER, (
+            "Cause: one inter-op thread — the config lets only one op run at a time "
+            "(inter_op_threads=1), so independent ops queue up."
+        )
+    if not config and analysis.concurrency(trace) < ONE_AT_A_TIME:
+        where = f"{len(lanes)} lanes" if len(lanes) > 1 else f"one lane, {lanes.pop()}"
+        return Cause.ONE_WORKER, (
+            f"Cause: {context.knobs.one_at_a_time} — nothing in the whole trace ran at the "
+            f"same time as anything else (on {where}), so independent ops queued up."
+        )
+    return None
+
+
+def _one_stream(context: _Context, ops: tuple[TraceEvent, ...], lanes: set[str]) -> Found:
+    config = context.config
+    if config:
         single = config.get("streams", 1) == 1 or config.get("stream_policy") == "single"
         if len(lanes) == 1 and single:
-            return "one stream", (
+            return Cause.ONE_STREAM, (
                 f"Cause: one CUDA stream — every kernel of both went to {lanes.pop()} "
                 f"(streams={config.get('streams', 1)}, "
                 f"stream_policy={config.get('stream_policy', '?')!r}), and a stream runs its "
                 "kernels one after another: TensorFlow 1.x's single compute stream."
             )
         return None
-    if config.get("inter_op_threads") == 1:
-        return "one worker", (
-            "Cause: one inter-op thread — the config lets only one op run at a time "
-            "(inter_op_threads=1), so independent ops queue up."
+    time_on: dict[str, int] = {}
+    for event in ops:
+        time_on[event.lane] = time_on.get(event.lane, 0) + event.duration
+    lane = max(time_on, key=time_on.__getitem__)
+    total = sum(time_on.values())
+    if total and time_on[lane] >= 0.9 * total:
+        return Cause.ONE_STREAM, (
+            f"Cause: one stream — {time_on[lane] / total:.0%} of both branches' op time was "
+            f"on one lane ({lane}), which ran them one after another."
         )
-    if not config:  # an imported trace: judge by where the time went
-        time_on: dict[str, int] = {}
-        for event in ops:
-            time_on[event.lane] = time_on.get(event.lane, 0) + event.duration
-        lane = max(time_on, key=time_on.__getitem__, default=None)
-        total = sum(time_on.values())
-        if lane is not None and total and time_on[lane] >= 0.9 * total:
-            kind = "stream" if "stream" in lane else "worker thread"
-            return ("one stream" if kind == "stream" else "one worker"), (
-                f"Cause: one {kind} — {time_on[lane] / total:.0%} of both scopes' op time was "
-                f"on one lane ({lane}), which ran them one after another."
-            )
     return None
 
 
-def _all_busy(trace: Trace, a: str, b: str, config: dict) -> tuple[str, str] | None:
+def _all_busy(context: _Context, a: Branch, b: Branch) -> Found:
+    trace = context.trace
     workers = analysis.worker_lanes(trace)
     if len(workers) < 2:
         return None
-    alone = analysis.exclusive_time(trace.busy_intervals(a), trace.busy_intervals(b))
+    alone = analysis.exclusive_time(a.busy, b.busy)
     fraction = analysis.all_busy_fraction(trace, workers, alone)
     if fraction < ALL_BUSY:
         return None
-    others = sorted({e.scope.split("/")[0] or "<root>" for e in trace.ops()} - {a, b})
-    return "all workers busy", (
+    mine = {id(e) for e in a.ops + b.ops}
+    others = sorted({e.scope.split("/")[0] or "<root>" for e in trace.ops() if id(e) not in mine})
+    return Cause.ALL_BUSY, (
         f"Cause: every worker busy — while one of them ran alone, all {len(workers)} worker "
         f"lanes were occupied {fraction:.0%} of the time"
         + (f" (also by {', '.join(others[:4])})" if others else "")
@@ -281,39 +377,47 @@ def _all_busy(trace: Trace, a: str, b: str, config: dict) -> tuple[str, str] | N
     )
 
 
-def _too_short(trace: Trace, a: str, b: str, config: dict) -> tuple[str, str] | None:
-    ops = _ops_of(trace, a, b)
-    if not ops:
-        return None
+def short_share(ops: Iterable[TraceEvent]) -> float:
+    """The share of the ops' time spent in ops shorter than `SHORT_OP_NS`: a branch of a few
+    long matmuls and many microsecond reads is not "too short", whatever its median."""
+    durations = [e.duration for e in ops]
+    total = sum(durations)
+    return sum(d for d in durations if d < SHORT_OP_NS) / total if total else 1.0
+
+
+def _too_short(context: _Context, a: Branch, b: Branch) -> Found:
+    ops = a.ops + b.ops
     median = statistics.median(e.duration for e in ops)
-    one_lane = len({e.lane for e in ops}) == 1 and config.get("inter_op_threads", 1) > 1
-    if median < SHORT_OP_NS and all(e.device.startswith("gpu") for e in ops):
-        return "ops too short", (
+    short = short_share(ops) >= 0.5
+    inter = context.config.get("inter_op_threads", 1)
+    one_lane = len({e.lane for e in ops}) == 1 and inter > 1
+    if short and all(e.device.startswith("gpu") for e in ops):
+        return Cause.TOO_SHORT, (
             f"Cause: kernels too short — their median time is {median / 1e3:.1f} us, about what "
             "launching a kernel from Python costs; the GPU finished each one before the host "
             "had launched the next, so the streams seldom had two kernels to run at once."
         )
-    if median < SHORT_OP_NS:
-        return "ops too short", (
+    if short:
+        return Cause.TOO_SHORT, (
             f"Cause: ops too short — their median duration is {median / 1e3:.1f} us, about "
             "what handing an op to another thread costs; the workers spent their time "
             "dispatching, not computing."
         )
     if one_lane and median < WAKE_UP_NS:
-        return "ops too short", (
-            f"Cause: ops too short — {config['inter_op_threads']} inter-op threads were "
-            f"available, but every op ran on {ops[0].lane}: each (median {median / 1e3:.0f} us) "
-            "finished before another worker thread had woken up to take the next one."
+        return Cause.TOO_SHORT, (
+            f"Cause: ops too short — {inter} inter-op threads were available, but every op ran "
+            f"on {ops[0].lane}: each (median {median / 1e3:.0f} us) finished before another "
+            "worker thread had woken up to take the next one."
         )
     return None
 
 
-def _latency(trace: Trace, a: str, b: str, config: dict) -> tuple[str, str] | None:
-    waits = analysis.input_wait(trace, _ops_of(trace, a, b))
+def _latency(context: _Context, a: Branch, b: Branch) -> Found:
+    waits = analysis.input_wait(context.trace, a.ops + b.ops)
     if not waits or statistics.median(waits) < LATENCY_NS:
         return None
-    where = "the Dask scheduler" if config.get("executor") == "dask" else "the scheduler"
-    return "scheduling latency", (
+    where = "the Dask scheduler" if context.config.get("executor") == "dask" else "the scheduler"
+    return Cause.LATENCY, (
         f"Cause: scheduling latency — an op started a median "
         f"{statistics.median(waits) / 1e6:.2f} ms after its inputs were ready (round trips "
         f"through {where}, thread wake-ups); workers sat idle in between."
@@ -321,16 +425,18 @@ def _latency(trace: Trace, a: str, b: str, config: dict) -> tuple[str, str] | No
 
 
 def _notes(trace: Trace) -> tuple[str, ...]:
-    moved = [n for n in trace.metadata.get("notes", []) if "soft placement" in n]
-    if not moved:
-        return ()
-    devices = sorted(
-        {n.split("placed on ", 1)[1].split(",")[0] for n in moved if "placed on " in n}
-    )
-    return (
-        f"Soft placement: {len(moved)} op(s) placed on {', '.join(devices)} ran on cpu:0 "
-        "because that device was not usable.",
-    )
+    notes = trace.metadata.get("notes", [])
+    moved = [n for n in notes if "soft placement" in n]
+    out = [n for n in notes if "soft placement" not in n] if trace.source != "parallelgraph" else []
+    if moved:
+        devices = sorted(
+            {n.split("placed on ", 1)[1].split(",")[0] for n in moved if "placed on " in n}
+        )
+        out.append(
+            f"Soft placement: {len(moved)} op(s) placed on {', '.join(devices)} ran on cpu:0 "
+            "because that device was not usable."
+        )
+    return tuple(out)
 
 
 def _gpu_notes(pairs: tuple[PairReport, ...], gpu_busy: float | None) -> tuple[str, ...]:
@@ -344,13 +450,13 @@ def _gpu_notes(pairs: tuple[PairReport, ...], gpu_busy: float | None) -> tuple[s
 
 
 def _gpu_suggestion(
-    pairs: tuple[PairReport, ...], makespan: int, gpu_busy: float, path: int
+    context: _Context, pairs: tuple[PairReport, ...], makespan: int, gpu_busy: float, path: int
 ) -> str:
     """The one change most likely to help a trace whose ops all ran on a GPU."""
     causes = {pair.cause for pair in pairs if not pair.overlapped}
-    if "one stream" in causes:
-        return _suggestion(pairs, {}, makespan, 0, 1, path)
-    if "ops too short" in causes or gpu_busy < 0.7:
+    if Cause.ONE_STREAM in causes:
+        return context.knobs.streams
+    if Cause.TOO_SHORT in causes or gpu_busy < 0.7:
         idle = (1 - gpu_busy) * makespan / 1e6
         return (
             f"fewer, bigger kernels: the GPU sat idle {idle:.2f} ms waiting for kernels to be "
@@ -367,59 +473,92 @@ def _gpu_suggestion(
     )
 
 
+def _short_ops(pairs: tuple[PairReport, ...], context: _Context) -> bool:
+    """Whether the ops of the non-overlapping pairs are too short to be worth handing off."""
+    ops = [
+        e
+        for pair in pairs
+        if not pair.overlapped
+        for label in (pair.scope_a, pair.scope_b)
+        for e in _branch_ops(context.trace, label)
+    ]
+    return bool(ops) and short_share(ops) >= 0.5
+
+
+def _branch_ops(trace: Trace, label: str) -> tuple[TraceEvent, ...]:
+    try:
+        return select(trace, label).ops
+    except ValueError:
+        return ()
+
+
 def _suggestion(
+    context: _Context,
     pairs: tuple[PairReport, ...],
-    config: dict[str, Any],
     makespan: int,
     work: int,
-    workers: int,
+    possible: Workers | None,
     path: int,
 ) -> str:
+    config, knobs = context.config, context.knobs
     causes = {pair.cause for pair in pairs if not pair.overlapped}
-    inter = config.get("inter_op_threads")
-    if "one stream" in causes:
-        return (
-            "Config(streams=2, stream_policy='branches'): independent chains then get their own "
-            "CUDA streams and can run side by side on the GPU."
-        )
-    if "one worker" in causes:
-        return (
-            "raise inter_op_threads to 2 or more: independent scopes could then run side by side."
-        )
-    if "soft placement" in causes:
+    used = possible.used if possible else 1
+    room = possible is not None and possible.possible > used
+    if Cause.ONE_STREAM in causes:
+        return knobs.streams
+    if Cause.ONE_WORKER in causes:
+        if _short_ops(pairs, context):
+            return (
+                "nothing that more threads can buy: the ops take microseconds, about what "
+                "handing one to another thread costs; " + knobs.bigger_ops
+            )
+        return knobs.inter_op
+    if Cause.SOFT_PLACEMENT in causes:
         return "run where a GPU is usable, or raise inter_op_threads so the CPU overlaps them."
-    if "ops too short" in causes:
-        return (
-            "make ops bigger (batch the work) or use fewer inter-op threads: tiny ops cost more "
-            "to hand off than to run."
-        )
-    if "scheduling latency" in causes:
+    if Cause.TOO_SHORT in causes:
+        return knobs.bigger_ops
+    if Cause.LATENCY in causes:
         return (
             "fewer, bigger tasks: each dependency costs a scheduling round trip, so larger ops "
             "(or the threads executor on one machine) spend less time waiting."
         )
-    if "all workers busy" in causes:
-        return (
-            f"more inter-op threads than {inter or workers} (if cores are free) — or accept it: "
-            "the workers were never idle."
-        )
+    if Cause.ALL_BUSY in causes:
+        inter = config.get("inter_op_threads") or used
+        if room:
+            return f"more workers than {inter} — the machine has cores to spare: {knobs.inter_op}"
+        return f"accept it, or add cores: all {inter} workers were busy and no core was idle."
     if makespan and path >= 0.8 * makespan:
-        threads = (config.get("inter_op_threads") or 1) * (config.get("intra_op_threads") or 1)
-        cores = config.get("cores")
-        if cores and threads >= cores and (config.get("intra_op_threads") or 1) < cores:
+        return _critical_path_advice(config, knobs)
+    if makespan and work / used >= 0.8 * makespan:
+        if room:
+            assert possible is not None
             return (
-                f"the critical path takes most of the run: only faster ops on it help. More "
-                f"intra_op_threads would do that, but the {cores} cores are already all in use "
-                f"({threads} threads); fewer inter-op and more intra-op threads may balance better."
+                f"more threads: every one of the {used} lane(s) was busy, but the run could "
+                f"have had {possible.possible} ({possible.basis}) — {knobs.intra_op}"
             )
-        return (
-            "raise intra_op_threads: the critical path takes most of the run, so only making "
-            "its ops faster (splitting them across threads) shortens it."
-        )
-    if makespan and work / workers >= 0.8 * makespan:
         return "nothing in the schedule: every lane was busy; only more cores or less work help."
-    idle = makespan * workers - work
+    idle = makespan * used - work
     return (
         f"look at the idle gaps ({idle / 1e6:.1f} ms of lane time): more inter-op threads or "
         "a different graph split could fill them."
+    )
+
+
+def _critical_path_advice(config: dict[str, Any], knobs: Knobs) -> str:
+    if knobs.tool != "parallelgraph":
+        return (
+            "faster ops on the critical path: it takes most of the run, so only making its "
+            f"ops faster shortens it — {knobs.intra_op}"
+        )
+    threads = (config.get("inter_op_threads") or 1) * (config.get("intra_op_threads") or 1)
+    cores = config.get("cores")
+    if cores and threads >= cores and (config.get("intra_op_threads") or 1) < cores:
+        return (
+            f"the critical path takes most of the run: only faster ops on it help. More "
+            f"intra_op_threads would do that, but the {cores} cores are already all in use "
+            f"({threads} threads); fewer inter-op and more intra-op threads may balance better."
+        )
+    return (
+        "raise intra_op_threads: the critical path takes most of the run, so only making "
+        "its ops faster (splitting them across threads) shortens it."
     )

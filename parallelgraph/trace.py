@@ -8,17 +8,30 @@ first time someone reads `trace.events`.
 Lanes are named "<pool>/<worker>": "inter-op/0" is the thread that called `Session.run`,
 "inter-op/1".. are inter-op pool workers, "intra-op/0".. the intra-op helpers. An op's event sits
 on the lane of the inter-op worker that ran it; its shard events sit on the lanes of whichever
-threads computed them (so shards on the op's own lane nest inside the op's bar).
+threads computed them (so shards on the op's own lane nest inside the op's bar). What a lane is
+(worker, helper, GPU stream, copies) is parsed once, by `parallelgraph.lanes`: ask `trace.lane`.
+
+Nesting is part of the model. Profilers of other frameworks record events inside events on one
+thread (PyTorch's `aten::linear` holds its `aten::addmm`; a Python tracer records every call
+inside its caller). The first time the events are read, each one gets its `depth` on its lane
+(0 for an outermost event) and its `parent` (the name of the event it nests in). Everything that
+adds time up — `ops()`, work, bounds, busy time, overlap — counts the *outermost* events, so
+nested time is counted once; the Gantt draws deeper events as sub-rows of their lane.
+
+`source` says which tool wrote the events ("parallelgraph", or for an imported file
+"tensorflow", "pytorch", "jax", "python" (viztracer and other Python tracers), "trace-event").
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import intervals as intervals_module
+from .lanes import Lane, lane_of
 
 if TYPE_CHECKING:
     from .plan import Plan
@@ -26,7 +39,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class TraceEvent:
-    """One bar on the timeline: an op, a shard of an op, or (later) a copy. Times in ns."""
+    """One bar on the timeline: an op, a shard of an op, or a copy. Times in ns.
+
+    `depth` and `parent` say where the event nests on its lane (see the module docstring);
+    they are set by the Trace that holds the event.
+    """
 
     name: str
     op_type: str
@@ -40,6 +57,8 @@ class TraceEvent:
     bytes: int = 0
     shard: int | None = None
     inputs: tuple[str, ...] = ()
+    depth: int = 0
+    parent: str | None = None
 
     @property
     def duration(self) -> int:
@@ -95,14 +114,39 @@ def _events_from_records(plan: Plan, records: list[tuple[Any, ...]]) -> tuple[Tr
     return tuple(events)
 
 
-#: Display order of pools: CPU workers, their helpers, GPU streams, copies, then the rest.
-POOL_ORDER = {"inter-op": 0, "intra-op": 1, "stream": 2, "copy": 3}
-
-
 def lane_sort_key(lane: str) -> tuple[int, str, int, str]:
-    pool, _, worker = lane.rpartition("/")
-    order = POOL_ORDER.get(pool, 4 if pool.startswith("worker") else 5)
-    return (order, pool, int(worker) if worker.isdigit() else 0, worker)
+    """Display order of a lane by our naming rules (see `parallelgraph.lanes`)."""
+    return lane_of(lane).sort_key
+
+
+def nest(events: Sequence[TraceEvent]) -> tuple[TraceEvent, ...]:
+    """`events` with `depth` and `parent` set from how they nest on each lane.
+
+    On a lane, an event nests in the innermost earlier event that contains it (starts no later,
+    ends no earlier); ties keep the given order, so a parent listed first stays the parent. An
+    event that starts inside another but ends after it (possible only in imported files) is
+    not nested: it gets the next depth (to be drawn apart) and no parent.
+    """
+    by_lane: dict[str, list[int]] = {}
+    for position, event in enumerate(events):
+        by_lane.setdefault(event.lane, []).append(position)
+    placed = list(events)
+    for positions in by_lane.values():
+        positions.sort(key=lambda p: (events[p].start, -events[p].end, p))
+        stack: list[TraceEvent] = []
+        for position in positions:
+            event = events[position]
+            while stack and stack[-1].end <= event.start and stack[-1].end < event.end:
+                stack.pop()
+            parent = stack[-1] if stack and event.end <= stack[-1].end else None
+            depth = len(stack)
+            if depth != event.depth or (parent.name if parent else None) != event.parent:
+                event = dataclasses.replace(
+                    event, depth=depth, parent=parent.name if parent else None
+                )
+                placed[position] = event
+            stack.append(event)
+    return tuple(placed)
 
 
 merge_intervals = intervals_module.merge  # the union of [start, end) intervals
@@ -122,7 +166,8 @@ class Trace:
     """
 
     def __init__(self, events: Iterable[TraceEvent] = (), metadata: dict[str, Any] | None = None):
-        self._events: tuple[TraceEvent, ...] | None = tuple(events)
+        self._events: tuple[TraceEvent, ...] | None = None
+        self._given: tuple[TraceEvent, ...] = tuple(events)
         self._records: tuple[Plan, list[tuple[Any, ...]]] | None = None
         self.metadata: dict[str, Any] = dict(metadata or {})
 
@@ -132,17 +177,27 @@ class Trace:
     ) -> Trace:
         """A trace over an executor's (kind, step, lane, start, end, shard) records."""
         trace = cls((), metadata)
-        trace._events, trace._records = None, (plan, records)
+        trace._records = (plan, records)
         return trace
 
     @property
     def events(self) -> tuple[TraceEvent, ...]:
-        """All events, ordered by start time (an op before its shards)."""
+        """All events with their nesting, ordered by start time (an op before its shards)."""
         if self._events is None:
-            assert self._records is not None
-            self._events = _events_from_records(*self._records)
-            self._records = None
+            if self._records is not None:
+                self._given, self._records = _events_from_records(*self._records), None
+            self._events, self._given = nest(self._given), ()
         return self._events
+
+    @property
+    def source(self) -> str:
+        """The tool that wrote the events: "parallelgraph", "tensorflow", "pytorch", "jax",
+        "python" or "trace-event" (see the module docstring)."""
+        return str(self.metadata.get("source", "parallelgraph"))
+
+    def lane(self, name: str) -> Lane:
+        """What the lane `name` is (kind, pool, index): parsed once, see `parallelgraph.lanes`."""
+        return lane_of(name, self.metadata.get("lane_kinds"))
 
     # -- shape of the run -------------------------------------------------------------------
     @property
@@ -164,46 +219,49 @@ class Trace:
 
     @property
     def lanes(self) -> list[str]:
-        """Lane names in display order: inter-op workers, then intra-op helpers, then others."""
-        return sorted({e.lane for e in self.events}, key=lane_sort_key)
+        """Lane names in display order: workers, intra-op helpers, GPU streams, copies."""
+        return sorted({e.lane for e in self.events}, key=lambda name: self.lane(name).sort_key)
 
-    def ops(self) -> list[TraceEvent]:
-        """Op events only (no shards or copies)."""
-        return [e for e in self.events if e.kind == "op"]
+    def ops(self, nested: bool = False) -> list[TraceEvent]:
+        """Op events (no shards or copies): the outermost ones on their lanes, which hold all
+        the time of those nested in them; `nested=True` adds the nested ones."""
+        return [e for e in self.events if e.kind == "op" and (nested or e.parent is None)]
 
     def scopes(self) -> list[str]:
         """Top-level scopes in order of first appearance ("" for ops outside any scope)."""
         seen: dict[str, None] = {}
-        for event in self.ops():
+        for event in self.ops(nested=True):
             seen.setdefault(event.scope.split("/", 1)[0], None)
         return list(seen)
 
     # -- analysis -----------------------------------------------------------------------------
-    def busy_intervals(self, scope: str) -> list[tuple[int, int]]:
-        """When ops of `scope` (or its sub-scopes) were running, as disjoint intervals."""
-        return merge_intervals((e.start, e.end) for e in self.ops() if e.in_scope(scope))
+    def busy_intervals(self, branch: str) -> list[tuple[int, int]]:
+        """When `branch` was running, as disjoint intervals: a scope (with its sub-scopes), a
+        lane or an op-name pattern (see `parallelgraph.branches`)."""
+        from .branches import select
 
-    def overlap(self, scope_a: str, scope_b: str) -> float:
-        """The fraction of the shorter scope's busy time during which the other was also busy.
+        return select(self, branch).busy
 
-        1.0: the shorter one ran entirely alongside the other; 0.0: they never ran at once.
+    def overlap(self, branch_a: str, branch_b: str) -> float:
+        """The fraction of the shorter branch's busy time during which the other was also busy.
+
+        A branch is a scope ("net1"), a lane ("lane:cpu/PTThreadPool-1") or an op-name pattern
+        ("op:aten::*"); see `parallelgraph.branches`. 1.0: the shorter one ran entirely
+        alongside the other; 0.0: they never ran at once.
         """
-        a, b = self.busy_intervals(scope_a), self.busy_intervals(scope_b)
-        if not a or not b:
-            raise ValueError(
-                f"no op events for scope {scope_a if not a else scope_b!r}; scopes in this "
-                f"trace: {self.scopes()}"
-            )
-        shorter = min(sum(e - s for s, e in a), sum(e - s for s, e in b))
-        return intersection_length(a, b) / shorter if shorter else 0.0
+        from .branches import overlap
+
+        return overlap(self, branch_a, branch_b)
 
     def lane_busy(self) -> dict[str, float]:
-        """Busy seconds per lane (union of the lane's event intervals)."""
-        busy = {}
-        for lane in self.lanes:
-            intervals = merge_intervals((e.start, e.end) for e in self.events if e.lane == lane)
-            busy[lane] = sum(end - start for start, end in intervals) / 1e9
-        return busy
+        """Busy seconds per lane (the union of the lane's events: nested time counts once)."""
+        per_lane: dict[str, list[tuple[int, int]]] = {lane: [] for lane in self.lanes}
+        for event in self.events:
+            per_lane[event.lane].append((event.start, event.end))
+        return {
+            lane: intervals_module.length(merge_intervals(spans)) / 1e9
+            for lane, spans in per_lane.items()
+        }
 
     def work(self) -> float:
         """Compute seconds: shard time for sharded ops, op time for the rest (see analysis)."""
@@ -239,14 +297,16 @@ class Trace:
             for start, end in idle_gaps(self, lane, int(minimum_ms * 1e6))
         ]
 
-    def explain(self) -> Any:
-        """A plain-language report: did the scopes overlap, if not why, and what would help.
+    def explain(self, *branches: str) -> Any:
+        """A plain-language report: did the branches overlap, if not why, and what would help.
 
-        `print(trace.explain())`; in a notebook the report renders as HTML.
+        Branches default to the top-level scopes (or, without scopes, the threads that ran
+        ops); name others as scopes, "lane:NAME" or "op:PATTERN". `print(trace.explain())`;
+        in a notebook the report renders as HTML.
         """
         from .explain import explain
 
-        return explain(self)
+        return explain(self, *branches)
 
     # -- files and pictures -------------------------------------------------------------------
     def to_chrome(self) -> dict[str, Any]:
@@ -263,7 +323,8 @@ class Trace:
 
     @classmethod
     def load(cls, path: str | Path) -> Trace:
-        """Read a Chrome trace-event JSON file written by `save`."""
+        """Read a trace-event JSON file (`.json` or gzip): ours, or one written by TensorFlow,
+        PyTorch, JAX, viztracer or another tool (see `parallelgraph.chrome`)."""
         from .chrome import load
 
         return load(path)

@@ -252,8 +252,12 @@ def assert_survives_save_and_load(trace: Trace, tmp_path: Path) -> None:
 
 def test_tensorflow_timeline_of_the_seed_graph(tmp_path):
     trace = pg.Trace.load(FIXTURES / "tf_timeline_seed.json")
-    assert trace.metadata["imported"]["format"] == "tensorflow-timeline"
-    assert trace.lanes == ["cpu:0/0", "gpu:0/0", "gpu:0/memcpy/0", "gpu:0/stream:14/0"]
+    assert trace.source == "tensorflow"
+    # the executor's _SOURCE node (the only event on cpu:0) is left out, and said so
+    assert trace.lanes == ["gpu:0/0", "gpu:0/stream:14/0", "gpu:0/memcpy/0"]
+    assert "_SOURCE" not in {e.name for e in trace.events}
+    assert any("Left out" in note and "NoOp" in note for note in trace.metadata["notes"])
+    assert trace.lane("gpu:0/0").kind.value == "stream"
     events = by_name(trace)
     matmul = events["net1/MatMul"]
     assert (matmul.op_type, matmul.scope, matmul.device, matmul.kind) == (
@@ -273,7 +277,7 @@ def test_tensorflow_timeline_of_the_seed_graph(tmp_path):
     assert events["net2/add"].inputs == ("net2/MatMul", "net2/w1/read")  # ':0' and '^' dropped
     assert events["add"].inputs == ("net1/add", "net2/add")  # args and flows agree: no repeats
     assert events["net1/w1/read"].inputs == ()  # net1/w1 never ran in this step
-    assert (events["net1/w1/read"].lane, events["_SOURCE"].device) == ("gpu:0/0", "cpu:0")
+    assert events["net1/w1/read"].lane == "gpu:0/0"
     # stream:all repeats stream:14: each kernel once
     assert len([e for e in trace.ops() if e.name == "net1/MatMul"]) == 1
     # a node with two kernels: an op spanning them, one shard per kernel
@@ -281,7 +285,7 @@ def test_tensorflow_timeline_of_the_seed_graph(tmp_path):
     assert [(s.shard, s.duration) for s in shards] == [(0, 10_000), (1, 15_000)]
     assert events["add"].duration == 25_000
     assert events["edge_12_add"].kind == "copy" and events["edge_12_add"].op_type == "MEMCPYDtoH"
-    assert trace.scopes() == ["", "net1", "net2"]
+    assert trace.scopes() == ["net1", "net2", ""]
     assert events["net1/random_normal/RandomStandardNormal"].in_scope("net1")
     # one GPU stream runs the two subnetworks one after the other
     assert trace.overlap("net1", "net2") == 0.0
@@ -291,7 +295,7 @@ def test_tensorflow_timeline_of_the_seed_graph(tmp_path):
 def test_pytorch_profiler_trace(tmp_path):
     trace = pg.Trace.load(FIXTURES / "pytorch_profiler.json")
     imported = trace.metadata["imported"]
-    assert imported["format"] == "pytorch-profiler" and imported["header"]["schemaVersion"] == 1
+    assert trace.source == "pytorch" and imported["header"]["schemaVersion"] == 1
     assert trace.lanes == ["cpu/4242", "gpu:0/stream/7", "gpu:0/stream/20"]
     events = by_name(trace)
     assert set(events) == {
@@ -328,7 +332,7 @@ def test_pytorch_profiler_trace(tmp_path):
 
 def test_generic_begin_end_trace(tmp_path):
     trace = pg.Trace.load(FIXTURES / "generic_begin_end.json")
-    assert trace.metadata["imported"]["format"] == "trace-event"
+    assert trace.source == "trace-event"
     assert trace.lanes == ["scheduler/main", "scheduler/worker-1"]
     events = by_name(trace)
     assert [(e.name, e.lane) for e in trace.events] == [

@@ -123,7 +123,7 @@ def test_bounds_and_critical_path_are_reported():
     assert report.critical_path.names == ["net1/a", "net1/b"]
     assert report.lower_bound_ns == 30 * MS
     text = str(report)
-    assert "Makespan 30.00 ms" in text and "no schedule beats 30.00 ms" in text
+    assert "Makespan 30.00 ms" in text and "no schedule on those lanes beats 30.00 ms" in text
     assert "raise intra_op_threads" in report.suggestion
     assert "<li>" in report._repr_html_()
 

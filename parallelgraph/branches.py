@@ -1,0 +1,109 @@
+"""Branches: the parts of a run whose overlap a person asks about.
+
+In a parallelgraph graph, or a TensorFlow one, the independent parts have names: the top-level
+scopes ("net1", "net2"). Traces of other programs often have none — two `torch.jit.fork`
+branches without `record_function`, two Python threads — so a branch can be named three ways:
+
+- a **scope**: "net1" or "scope:net1" — the ops of that scope and its sub-scopes (the outermost
+  of them: those nested in another op of the scope are part of its time), even when they nest in
+  an op outside the scope (a "step" event around a whole run);
+- a **lane**: "lane:cpu/PTThreadPool-1" (or just the lane's name when no scope has it) — the
+  outermost ops that ran on that thread or stream;
+- an **op-name pattern**: "op:aten::*" or any name with a `*`, `?` or `[` in it — every op
+  (nested ones too) whose name matches, in `fnmatch` syntax.
+
+`default_branches` picks what `explain()` compares when it is given nothing: the top-level
+scopes when there are two or more, else the lanes that ran ops.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .intervals import Intervals, intersect, length, merge
+
+if TYPE_CHECKING:
+    from .trace import Trace, TraceEvent
+
+PREFIXES = ("scope:", "lane:", "op:")
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A named part of a run: its label, how it was named, its ops and when they ran."""
+
+    label: str
+    by: str  # "scope" | "lane" | "op"
+    ops: tuple[TraceEvent, ...]
+    busy: Intervals
+
+    @property
+    def busy_ns(self) -> int:
+        return length(self.busy)
+
+
+def _branch(label: str, by: str, ops: list[TraceEvent]) -> Branch:
+    """The branch of `ops`, keeping the outermost of them (those not nested in another one)."""
+    names = {e.name for e in ops}
+    outermost = tuple(e for e in ops if e.parent is None or e.parent not in names)
+    return Branch(label, by, outermost, merge((e.start, e.end) for e in outermost))
+
+
+def _choices(trace: Trace) -> str:
+    scopes = [s for s in trace.scopes() if s][:8]
+    lanes = trace.lanes[:8]
+    return f"scopes in this trace: {scopes}; lanes: {lanes} (use 'lane:NAME' or 'op:PATTERN')"
+
+
+def select(trace: Trace, spec: str) -> Branch:
+    """The branch that `spec` names (see the module docstring); ValueError if it has no ops."""
+    if not isinstance(spec, str):
+        raise TypeError(f"a branch is named by a string, got {type(spec).__name__}: {spec!r:.60}")
+    by, _, name = spec.partition(":") if spec.startswith(PREFIXES) else ("", "", spec)
+    if not by:
+        if any(char in spec for char in "*?["):
+            by = "op"
+        elif any(e.in_scope(spec) for e in trace.ops(nested=True)):
+            by = "scope"
+        elif spec in trace.lanes:
+            by = "lane"
+        else:
+            by = "scope"
+    if by == "scope":
+        ops = [e for e in trace.ops(nested=True) if e.in_scope(name)]
+    elif by == "lane":
+        ops = [e for e in trace.ops() if e.lane == name]
+    else:
+        ops = [e for e in trace.ops(nested=True) if fnmatch.fnmatchcase(e.name, name)]
+    if not ops:
+        raise ValueError(f"no op events for {by} {name!r}; {_choices(trace)}")
+    return _branch(name, by, ops)
+
+
+def overlap_of(a: Branch, b: Branch) -> float:
+    """The fraction of the shorter branch's busy time during which the other was also busy."""
+    shorter = min(a.busy_ns, b.busy_ns)
+    return length(intersect(a.busy, b.busy)) / shorter if shorter else 0.0
+
+
+def overlap(trace: Trace, spec_a: str, spec_b: str) -> float:
+    """`overlap_of` the branches that two specs name."""
+    return overlap_of(select(trace, spec_a), select(trace, spec_b))
+
+
+def default_branches(trace: Trace) -> list[Branch]:
+    """The top-level scopes ("" left out) when there are two or more; else each lane that ran
+    ops (a thread, a stream), busiest first; else the one scope there is."""
+    scopes = [s for s in trace.scopes() if s]
+    if len(scopes) >= 2:
+        return [select(trace, f"scope:{s}") for s in scopes]
+    by_lane: dict[str, list[TraceEvent]] = {}
+    for event in trace.ops():
+        if trace.lane(event.lane).kind.computes:
+            by_lane.setdefault(event.lane, []).append(event)
+    if len(by_lane) >= 2:
+        lanes = [_branch(lane, "lane", ops) for lane, ops in by_lane.items()]
+        return sorted(lanes, key=lambda b: -b.busy_ns)
+    return [select(trace, f"scope:{s}") for s in scopes]

@@ -1,0 +1,209 @@
+"""Trace-event JSON to slices: what every reader starts from.
+
+A parsed document (object or bare-list form) becomes a `Document`: its complete slices ('X'
+events and matched 'B'/'E' pairs), its flow points ('s', 't', 'f'), and the process and thread
+names of its 'M' events. Timestamps are always microseconds (`displayTimeUnit` only changes
+what viewers display) and become integer nanoseconds. Every other phase (counters, instants,
+async, object and sample events, and letters nobody knows) is skipped. 'B'/'E' pairs are matched
+as a stack per thread, in timestamp order.
+
+A malformed event raises ValueError naming the file, the event's index and the field.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+Thread = tuple[Any, Any]  # (pid, tid) as found in a file
+
+TIMED_PHASES = frozenset("XBEstf")  # the phases whose timestamps we read (and check)
+
+
+@dataclass
+class Slice:
+    """One complete slice of a thread: an 'X' event or a matched 'B'/'E' pair."""
+
+    index: int  # of the ('X' or 'B') event in the file
+    name: str
+    cat: str
+    thread: Thread
+    start: int  # ns
+    end: int  # ns
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class FlowPoint:
+    """One step of a flow (an arrow between slices): 's' starts it, 't' continues, 'f' ends."""
+
+    index: int
+    phase: str  # 's', 't' or 'f'
+    key: tuple[str, str]  # (cat, id)
+    thread: Thread
+    ts: int  # ns
+    enclosing: bool  # binds to the enclosing slice; else to the next slice on the thread
+
+
+@dataclass
+class Document:
+    """A file's slices, flows and names; `source` names the file in messages."""
+
+    source: str
+    slices: list[Slice]
+    flows: list[FlowPoint]
+    process_names: dict[Any, str]
+    thread_names: dict[Thread, str]
+    header: dict[str, Any]  # top-level keys of the object form, but traceEvents
+
+
+def _describe(raw: dict[str, Any]) -> str:
+    return f"ph {raw.get('ph')!r}, name {str(raw.get('name', ''))[:60]!r}"
+
+
+def _problem(source: str, index: int, raw: dict[str, Any], message: str) -> ValueError:
+    return ValueError(f"{source}: event {index} has no valid ts/dur: {message} ({_describe(raw)})")
+
+
+def _nanoseconds(raw: dict[str, Any], key: str, source: str, index: int) -> int:
+    """A µs field as integer ns: ints exactly, floats rounded to the nearest ns."""
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise _problem(source, index, raw, f"{key!r} must be a number of µs, got {value!r:.40}")
+    return value * 1000 if isinstance(value, int) else round(value * 1000)
+
+
+def _timestamp(raw: dict[str, Any], source: str, index: int) -> int:
+    if "ts" not in raw:
+        raise _problem(source, index, raw, "'ts' is missing")
+    return _nanoseconds(raw, "ts", source, index)
+
+
+def _duration(raw: dict[str, Any], source: str, index: int) -> int:
+    if "dur" not in raw:
+        return 0
+    dur = _nanoseconds(raw, "dur", source, index)
+    if dur < 0:
+        raise _problem(source, index, raw, f"'dur' is negative ({raw['dur']})")
+    return dur
+
+
+def _identity(value: Any) -> Any:
+    """pid/tid as a dict key: numbers and numeric strings alike, 0 when missing."""
+    if value is None:
+        return 0
+    digits = value.strip().lstrip("-") if isinstance(value, str) else ""
+    if digits.isascii() and digits.isdecimal():
+        return int(value)
+    return value if isinstance(value, int | str) else str(value)
+
+
+def _thread(raw: dict[str, Any]) -> Thread:
+    return (_identity(raw.get("pid")), _identity(raw.get("tid")))
+
+
+def args_of(raw: dict[str, Any]) -> dict[str, Any]:
+    args = raw.get("args")
+    return args if isinstance(args, dict) else {}
+
+
+def _split_document(document: Any, source: str) -> tuple[list[Any], dict[str, Any]]:
+    if isinstance(document, dict):
+        if "traceEvents" not in document:
+            raise ValueError(
+                f"{source}: a trace object needs a 'traceEvents' list; it has keys "
+                f"{sorted(document)[:8]}"
+            )
+        raw_events = document["traceEvents"]
+        header = {key: value for key, value in document.items() if key != "traceEvents"}
+    elif isinstance(document, list):
+        raw_events, header = document, {}
+    else:
+        raise ValueError(f"{source}: expected a JSON object or list, got {type(document).__name__}")
+    if not isinstance(raw_events, list):
+        raise ValueError(f"{source}: 'traceEvents' must be a list, got {type(raw_events).__name__}")
+    return raw_events, header
+
+
+def _read_metadata(raw: dict[str, Any], document: Document) -> None:
+    name, value = raw.get("name"), args_of(raw).get("name")
+    if value is None:
+        return
+    if name == "process_name":
+        document.process_names[_identity(raw.get("pid"))] = str(value)
+    elif name == "thread_name":
+        document.thread_names[_thread(raw)] = str(value)
+
+
+def _flow_point(raw: dict[str, Any], index: int, ts: int) -> FlowPoint | None:
+    if raw.get("id") is None:
+        return None
+    phase = raw["ph"]
+    return FlowPoint(
+        index=index,
+        phase=phase,
+        key=(str(raw.get("cat", "")), str(raw["id"])),
+        thread=_thread(raw),
+        ts=ts,
+        enclosing=phase != "f" or raw.get("bp") == "e",
+    )
+
+
+def _match_begin_end(durations: list[tuple[int, dict[str, Any], int]], source: str) -> list[Slice]:
+    """Pair 'B' and 'E' events per thread, innermost first, in timestamp order."""
+    by_thread: dict[Thread, list[tuple[int, dict[str, Any], int]]] = defaultdict(list)
+    for entry in durations:
+        by_thread[_thread(entry[1])].append(entry)
+    slices = []
+    for thread, entries in by_thread.items():
+        stack: list[tuple[int, dict[str, Any], int]] = []
+        for index, raw, ts in sorted(entries, key=lambda entry: (entry[2], entry[0])):
+            if raw["ph"] == "B":
+                stack.append((index, raw, ts))
+                continue
+            if not stack:
+                raise ValueError(
+                    f"{source}: event {index} ('E' at ts {raw['ts']} µs on pid {thread[0]} tid "
+                    f"{thread[1]}) ends a slice that no 'B' event began"
+                )
+            begin_index, begin, start = stack.pop()
+            args = {**args_of(begin), **args_of(raw)}
+            name = str(begin.get("name", raw.get("name", "?")))
+            slices.append(
+                Slice(begin_index, name, str(begin.get("cat", "")), thread, start, ts, args)
+            )
+        if stack:
+            index, raw, _ = stack[-1]
+            raise ValueError(
+                f"{source}: event {index} ('B' {str(raw.get('name', ''))!r} at ts {raw['ts']} µs "
+                f"on pid {thread[0]} tid {thread[1]}) has no 'E' event; is the file truncated?"
+            )
+    return slices
+
+
+def read_document(document: Any, source: str) -> Document:
+    raw_events, header = _split_document(document, source)
+    result = Document(source, [], [], {}, {}, header)
+    durations: list[tuple[int, dict[str, Any], int]] = []
+    for index, raw in enumerate(raw_events):
+        if not isinstance(raw, dict):
+            raise ValueError(f"{source}: event {index} is not an object: {raw!r:.80}")
+        phase = raw.get("ph")
+        if phase == "M":
+            _read_metadata(raw, result)
+        if phase not in TIMED_PHASES:
+            continue  # metadata done; counters, instants, async, objects, samples: skipped
+        ts = _timestamp(raw, source, index)
+        if phase == "X":
+            end = ts + _duration(raw, source, index)
+            name, cat = str(raw.get("name", "?")), str(raw.get("cat", ""))
+            result.slices.append(Slice(index, name, cat, _thread(raw), ts, end, args_of(raw)))
+        elif phase in ("B", "E"):
+            durations.append((index, raw, ts))
+        elif (point := _flow_point(raw, index, ts)) is not None:
+            result.flows.append(point)
+    result.slices.extend(_match_begin_end(durations, source))
+    result.slices.sort(key=lambda s: (s.start, -s.end, s.index))
+    return result

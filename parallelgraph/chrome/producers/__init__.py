@@ -1,0 +1,42 @@
+"""One small module per tool that writes trace-event JSON, each knowing its tool's conventions.
+
+Tried in this order; the first whose `detect` says yes converts the file:
+
+| module | `Trace.source` | recognised by |
+|---|---|---|
+| `parallelgraph` | parallelgraph | `otherData.format` is ours |
+| `tensorflow` | tensorflow | "... Compute" device processes with "Op" events |
+| `pytorch` | pytorch | Kineto categories (cpu_op, user_annotation, kernel...) |
+| `jax` | jax | XLA's processes ("/host:CPU", "/device:...") and TraceMe events |
+| `python` | python | viztracer's and other Python tracers' "file.py:line" events |
+| `generic` | trace-event | anything else |
+
+See `base` for what a module defines, and each module's docstring for its rules: which events
+are ops and which are the profiler's own, what a scope is, which lanes are threads or streams,
+and what its users call the settings `explain()` advises on (`Knobs`).
+"""
+
+from __future__ import annotations
+
+from ..document import Document
+from . import generic, jax, parallelgraph, python, pytorch, tensorflow
+from .base import Knobs, Producer
+
+PRODUCERS: tuple[Producer, ...] = (
+    parallelgraph.PRODUCER,
+    tensorflow.PRODUCER,
+    pytorch.PRODUCER,
+    jax.PRODUCER,
+    python.PRODUCER,
+    generic.PRODUCER,
+)
+
+
+def detect_producer(document: Document) -> Producer:
+    """The first producer that recognises `document` (the generic one always does)."""
+    return next(producer for producer in PRODUCERS if producer.detect(document))
+
+
+def knobs_for(source: str) -> Knobs:
+    """The words for `Trace.source`'s settings (the generic ones for an unknown source)."""
+    return next((p.knobs for p in PRODUCERS if p.name == source), generic.KNOBS)

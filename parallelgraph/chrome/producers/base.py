@@ -1,0 +1,170 @@
+"""What a producer module is given and gives back, and what it knows about its tool.
+
+A producer module (one per tool that writes traces) defines `PRODUCER = Producer(...)`:
+
+- `detect(document)`: whether the document was written by that tool;
+- `convert(document)`: its slices as `Draft` events in a `Converted` — which slices are ops and
+  which are the profiler's own (left out, and said so in `notes`), what an op's scope is, which
+  lane (thread or stream) it ran on and what kind of lane that is, and the dependencies the
+  file records;
+- `knobs`: what the tool calls the settings `explain()` advises on (`Knobs`), so the advice
+  reads in the user's own terms.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...lanes import LaneKind
+from ...trace import TraceEvent
+from ..document import Document, Slice, Thread
+
+
+@dataclass(eq=False)
+class Draft:
+    """A TraceEvent under construction (names may still change, inputs still grow)."""
+
+    name: str
+    op_type: str
+    scope: str
+    device: str
+    kind: str
+    lane: str
+    start: int
+    end: int
+    flops: int = 0
+    bytes: int = 0
+    shard: int | None = None
+    inputs: list[str] = field(default_factory=list)
+    parent: Draft | None = None  # the op a shard belongs to
+
+    def freeze(self) -> TraceEvent:
+        return TraceEvent(
+            name=self.parent.name if self.parent else self.name,
+            op_type=self.op_type,
+            scope=self.scope,
+            device=self.device,
+            kind=self.kind,
+            lane=self.lane,
+            start=self.start,
+            end=self.end,
+            flops=self.flops,
+            bytes=self.bytes,
+            shard=self.shard,
+            inputs=tuple(self.inputs),
+        )
+
+
+@dataclass
+class Converted:
+    """A producer's result: the events, which slice became which op, the dependencies, the
+    kinds of lanes whose names do not say it, and notes on what was left out."""
+
+    drafts: list[Draft] = field(default_factory=list)
+    owner: dict[int, Draft] = field(default_factory=dict)  # slice index -> op-level draft
+    edges: list[tuple[Draft, Draft]] = field(default_factory=list)  # (producer, consumer)
+    lane_kinds: dict[str, LaneKind] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, draft: Draft, *slices: Slice) -> Draft:
+        self.drafts.append(draft)
+        for piece in slices:
+            self.owner[piece.index] = draft.parent or draft
+        return draft
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """How a tool's users change what `explain()` advises on, in that tool's words.
+
+    Each text completes "Most likely to help: ...".
+    """
+
+    tool: str  # "TensorFlow", "PyTorch"...
+    inter_op: str  # let independent ops run at the same time on the CPU
+    intra_op: str  # let one op use several threads
+    streams: str  # run independent GPU work side by side
+    one_at_a_time: str  # what made a CPU run do one op at a time ("Cause: <this> — ...")
+    bigger_ops: str = (
+        "make ops bigger (batch the work): tiny ops cost more to hand off than to run."
+    )
+
+
+@dataclass(frozen=True)
+class Producer:
+    """A tool that writes traces (see the module docstring)."""
+
+    name: str  # Trace.source
+    detect: Callable[[Document], bool]
+    convert: Callable[[Document], Converted]
+    knobs: Knobs
+
+
+def integer(value: Any) -> int:
+    """An integer field of a file, 0 when it is missing or not an integer."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def scope_of(name: str) -> str:
+    """TensorFlow's and our convention: the scope is the name up to its last '/'."""
+    return name.rpartition("/")[0]
+
+
+def skipped_note(counts: dict[str, int], why: str) -> str:
+    """'Left out 12 event(s) (ProfilerStep#1 x3, ...): why.', most frequent names first."""
+    total = sum(counts.values())
+    common = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:4]
+    listed = ", ".join(f"{name} x{count}" for name, count in common)
+    more = ", ..." if len(counts) > 4 else ""
+    return f"Left out {total} event(s) ({listed}{more}): {why}."
+
+
+def enclosing_names(pieces: Iterable[Slice], ranges: Iterable[Slice]) -> dict[int, list[str]]:
+    """Slice index -> the names of the `ranges` around it on its thread, outermost first.
+
+    One sweep per thread in start order with a stack of open ranges: O(n log n), so that a
+    file of a million events with thousands of ranges (module hierarchies) reads in seconds.
+    """
+    RANGE, PIECE = 0, 1  # at one start, ranges open before the pieces they hold
+    by_thread: dict[Thread, list[tuple[int, int, int, Slice]]] = defaultdict(list)
+    for kind, slices in ((RANGE, ranges), (PIECE, pieces)):
+        for piece in slices:
+            by_thread[piece.thread].append((piece.start, -piece.end, kind, piece))
+    names: dict[int, list[str]] = {}
+    for entries in by_thread.values():
+        entries.sort(key=lambda entry: entry[:3])
+        stack: list[Slice] = []
+        for start, _, kind, piece in entries:
+            while stack and stack[-1].end <= start and stack[-1].end < piece.end:
+                stack.pop()
+            if kind == RANGE:
+                stack.append(piece)
+            else:
+                names[piece.index] = [r.name for r in stack if piece.end <= r.end]
+    return names
+
+
+_GENERATED_THREAD = re.compile(r"^thread (\d+) \((.+)\)$")  # Kineto: "thread 5141 (python)"
+
+
+def thread_labels(
+    document: Document, threads: Iterable[Thread], clean: Callable[[str], str] = str.strip
+) -> dict[Thread, str]:
+    """A short, unique name per thread: its name from the file's metadata (Kineto's
+    "thread 5141 (python)" read as "python"), tidied by `clean`, with the tid added where
+    names repeat or none is given."""
+    threads = sorted(set(threads), key=str)
+    base = {}
+    for thread in threads:
+        name = document.thread_names.get(thread, "")
+        generated = _GENERATED_THREAD.match(name)
+        base[thread] = clean(generated.group(2) if generated else name).strip()
+    repeats = Counter(base.values())
+    return {
+        thread: name if name and repeats[name] == 1 else f"{name} {thread[1]}".strip()
+        for thread, name in base.items()
+    }

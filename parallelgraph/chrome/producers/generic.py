@@ -1,0 +1,83 @@
+"""Any trace-event file: a slice is an op, its name says its scope, its thread is its lane.
+
+The fallback for files no other producer module recognises (and the base of our own files'
+reader): name and category as the op type; the scope is the name up to its last "/" (the
+convention of TensorFlow and parallelgraph); the lane is "<process name>/<thread name>" (the
+pid or tid stands in for a missing name; a named thread of an unnamed process is just its name
+when no other thread has it); "memcpy" in the category or name makes a copy; and any of our own
+`args` keys that are present (lane, scope, op_type, device, flops, bytes, shard, inputs) win.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ..document import Document, Thread
+from .base import Converted, Draft, Knobs, Producer, integer, scope_of
+
+KINDS = ("op", "shard", "copy")
+
+KNOBS = Knobs(
+    tool="the traced program",
+    inter_op=(
+        "run the independent parts concurrently: a setting of the framework that lets "
+        "independent ops run at the same time, or separate threads or processes."
+    ),
+    intra_op="let the longest ops use more threads (the library's or framework's thread count).",
+    streams="put independent GPU work on separate CUDA streams.",
+    one_at_a_time="one op at a time",
+)
+
+
+def lanes_by_thread(document: Document) -> dict[Thread, str]:
+    """'<process name>/<thread name>' per thread (see the module docstring)."""
+    threads = {piece.thread for piece in document.slices}
+    names = Counter(document.thread_names[t] for t in threads if t in document.thread_names)
+    lanes = {}
+    for thread in threads:
+        pid, tid = thread
+        process = document.process_names.get(pid)
+        named = document.thread_names.get(thread)
+        if process is None and named is not None and names[named] == 1:
+            lanes[thread] = named
+        else:
+            lanes[thread] = f"{process if process is not None else pid}/{named or tid}"
+    return lanes
+
+
+def convert(document: Document) -> Converted:
+    """Slices with whatever of our `args` they carry; derive the rest from name and thread."""
+    lanes = lanes_by_thread(document)
+    converted = Converted()
+    for piece in document.slices:
+        args, name = piece.args, piece.name
+        shard = args.get("shard")
+        kind = piece.cat if piece.cat in KINDS else "op"
+        if "memcpy" in f"{piece.cat} {name}".lower() and piece.cat not in KINDS:
+            kind = "copy"
+        if kind == "shard" and not isinstance(shard, int):
+            kind, shard = "op", None
+        if shard is not None and name.endswith(f"[{shard}]"):
+            name = name[: -len(f"[{shard}]")]
+        inputs = args.get("inputs")
+        converted.add(
+            Draft(
+                name=name,
+                op_type=str(args.get("op_type") or piece.cat or name),
+                scope=str(args.get("scope", scope_of(name))),
+                device=str(args.get("device", document.process_names.get(piece.thread[0], ""))),
+                kind=kind,
+                lane=str(args.get("lane") or lanes[piece.thread]),
+                start=piece.start,
+                end=piece.end,
+                flops=integer(args.get("flops")),
+                bytes=integer(args.get("bytes")),
+                shard=shard if kind == "shard" else None,
+                inputs=[str(x) for x in inputs] if isinstance(inputs, list) else [],
+            ),
+            piece,
+        )
+    return converted
+
+
+PRODUCER = Producer("trace-event", lambda document: True, convert, KNOBS)

@@ -1,0 +1,122 @@
+"""JAX profiles: `jax.profiler.trace(dir)` writes `plugins/profile/<run>/<host>.trace.json.gz`.
+
+The file is XLA's profiler converted to trace events: processes "/host:CPU" (and
+"/device:GPU:0" and so on), threads named by XLA ("tf_XLAPjRtCpuClient/4952036884866407433",
+"tf_XLAEigen/-6483180353713786386"; on a GPU "Stream #14(...)").
+
+- **ops**: the XLA ops of compiled programs — events whose args carry `hlo_op` (on the CPU, the
+  thunks that XLA's runtime executes) — and the kernels and copies on GPU device processes.
+- **scopes**: the name stack of `jax.named_scope` where the file has it (`args.tf_op` or
+  `args.name`, "jit(f)/jit(main)/net1/dot_general" -> "net1"); XLA on the CPU does not record
+  it, and then ops have no scope and branches are told apart by thread or op name.
+- **the profiler's and runtime's own events** are left out, and a note says how many: Python
+  frames ("$contextlib.py:141 __exit__", `stop_trace`), the dispatch path (`PjitFunction(f)`,
+  `ExecuteHelper...`), thread-pool markers (`ThreadpoolListener::*`, "end: ..." events).
+- **lanes**: "cpu/<thread>" with XLA's hash cut off ("cpu/XLAPjRtCpuClient", "cpu/XLAEigen 2"),
+  "gpu:<n>/stream:<k>" for GPU streams.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from ...lanes import LaneKind
+from ..document import Document, Slice
+from .base import Converted, Draft, Knobs, Producer, skipped_note, thread_labels
+
+KNOBS = Knobs(
+    tool="JAX",
+    inter_op=(
+        "XLA schedules a jitted program's ops itself: keep both branches in one jax.jit, and to "
+        "run them side by side on the CPU give each its own device "
+        "(XLA_FLAGS=--xla_force_host_platform_device_count=2, then jax.pmap or sharding over "
+        "jax.devices())."
+    ),
+    intra_op=(
+        "bigger ops: XLA's CPU ops split themselves over its intra-op threads (the XLAEigen "
+        "threads) only when they are big enough — batch the work (jax.vmap)."
+    ),
+    streams=(
+        "XLA picks the GPU streams itself: independent work shares one GPU best as bigger "
+        "fused kernels (jax.vmap), or runs side by side on several devices."
+    ),
+    one_at_a_time="one op at a time (XLA's CPU runtime ran this program's ops one after another)",
+    bigger_ops=(
+        "bigger ops (batch the work with jax.vmap): tiny ops cost more to dispatch than to run."
+    ),
+)
+
+_HASHED = re.compile(r"/-?\d+$")
+_DEVICE = re.compile(r"^/device:([A-Za-z]+):(\d+)")
+_STREAM = re.compile(r"Stream #(\d+)")
+
+
+def detect(document: Document) -> bool:
+    names = document.process_names.values()
+    return any(name.startswith(("/host:", "/device:")) for name in names)
+
+
+def _thread_name(name: str) -> str:
+    """'tf_XLAEigen/-6483180353713786386' -> 'XLAEigen'."""
+    return _HASHED.sub("", name).removeprefix("tf_")
+
+
+def _scope(piece: Slice) -> str:
+    """The named scopes of an op, without the jit(...) wrappers."""
+    path = str(piece.args.get("tf_op") or piece.args.get("name") or "")
+    parts = [part for part in path.split("/") if part and not part.startswith(("jit(", "pjit("))]
+    return "/".join(parts[:-1])
+
+
+def convert(document: Document) -> Converted:
+    converted = Converted()
+    devices = {
+        pid: match for pid, name in document.process_names.items() if (match := _DEVICE.match(name))
+    }
+    kept: list[Slice] = []
+    skipped: dict[str, int] = defaultdict(int)
+    for piece in document.slices:
+        if "hlo_op" in piece.args or piece.thread[0] in devices:
+            kept.append(piece)
+        else:
+            skipped[piece.name.split(" ", 1)[0].split("(", 1)[0][:40]] += 1
+    if skipped:
+        converted.notes.append(
+            skipped_note(
+                skipped,
+                "the profiler's Python frames and the runtime's dispatch and thread-pool "
+                "markers are not ops",
+            )
+        )
+    host_threads = {p.thread for p in kept if p.thread[0] not in devices}
+    labels = thread_labels(document, host_threads, _thread_name)
+    for piece in kept:
+        device_match = devices.get(piece.thread[0])
+        if device_match is None:
+            device, lane = "cpu", f"cpu/{labels[piece.thread]}"
+        else:
+            device = f"{device_match.group(1).lower()}:{device_match.group(2)}"
+            thread = document.thread_names.get(piece.thread, str(piece.thread[1]))
+            stream = _STREAM.search(thread)
+            lane = f"{device}/stream:{stream.group(1)}" if stream else f"{device}/{thread}"
+            if stream:
+                converted.lane_kinds[lane] = LaneKind.STREAM
+        name = str(piece.args.get("hlo_op", piece.name))
+        converted.add(
+            Draft(
+                name=name,
+                op_type=re.sub(r"\.\d+$", "", name),
+                scope=_scope(piece),
+                device=device,
+                kind="copy" if "memcpy" in piece.name.lower() else "op",
+                lane=lane,
+                start=piece.start,
+                end=piece.end,
+            ),
+            piece,
+        )
+    return converted
+
+
+PRODUCER = Producer("jax", detect, convert, KNOBS)

@@ -1,0 +1,45 @@
+"""Our own files (`Trace.save`): every field comes back from the events' `args`.
+
+Recognised by `otherData.format`; the trace's metadata (config, source, lane kinds) comes back
+from `otherData.metadata`, and times are shifted back by `otherData.origin_ns`, which is what
+makes `load` the exact inverse of `save`.
+"""
+
+from __future__ import annotations
+
+from ..document import Document
+from ..export import FORMAT
+from . import generic
+from .base import Converted, Knobs, Producer
+
+KNOBS = Knobs(
+    tool="parallelgraph",
+    inter_op="raise inter_op_threads to 2 or more: independent scopes could then run side by side.",
+    intra_op="raise intra_op_threads: one op's shards then run on several threads.",
+    streams=(
+        "Config(streams=2, stream_policy='branches'): independent chains then get their own "
+        "CUDA streams and can run side by side on the GPU."
+    ),
+    one_at_a_time="one inter-op thread (inter_op_threads=1)",
+    bigger_ops=(
+        "make ops bigger (batch the work) or use fewer inter-op threads: tiny ops cost more "
+        "to hand off than to run."
+    ),
+)
+
+
+def detect(document: Document) -> bool:
+    other = document.header.get("otherData")
+    return isinstance(other, dict) and other.get("format") == FORMAT
+
+
+def convert(document: Document) -> Converted:
+    converted = generic.convert(document)
+    origin = document.header["otherData"].get("origin_ns", 0)
+    if isinstance(origin, int) and not isinstance(origin, bool):
+        for draft in converted.drafts:
+            draft.start, draft.end = draft.start + origin, draft.end + origin
+    return converted
+
+
+PRODUCER = Producer("parallelgraph", detect, convert, KNOBS)

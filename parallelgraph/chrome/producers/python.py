@@ -1,0 +1,122 @@
+"""Python tracers: viztracer (`viztracer -o trace.json[.gz] prog.py`, `VizTracer(...)`) and
+others that record every Python call as a trace event named "function (file.py:line)".
+
+- **ops**: every call. Calls nest on their thread (the trace model counts nested time once);
+  an op's name is the function's name, without the file path and line ("layer", not
+  "layer (/path/prog.py:2)").
+- **scopes**: the thread, when the program ran several (threads named with
+  `threading.Thread(name="net1")` make the branches "net1" and "net2"; the main thread's calls
+  then have no scope, so that its waiting in `Thread.join` is not compared as a branch);
+  with one thread, the top-level function under `<module>`.
+- **lanes**: "python/<thread name>" ("python/MainThread", "python/net1").
+- The tracer's own metadata (`viztracer_metadata`, the `file_info` sources) is not kept.
+
+A Python tracer times calls in wall-clock time: a thread waiting for the GIL still shows its
+call as running, so overlap between threads is at most what ran in parallel — said in a note.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from ..document import Document, Slice
+from .base import Converted, Draft, Knobs, Producer, enclosing_names, thread_labels
+
+KNOBS = Knobs(
+    tool="Python",
+    inter_op=(
+        "run the branches in separate threads (threading, concurrent.futures."
+        "ThreadPoolExecutor): they overlap while the code releases the GIL (NumPy, I/O); "
+        "pure-Python work needs processes (concurrent.futures.ProcessPoolExecutor) or a "
+        "free-threaded Python."
+    ),
+    intra_op=(
+        "let the heaviest calls use more threads: NumPy's BLAS thread count "
+        "(threadpoolctl.threadpool_limits, or OPENBLAS_NUM_THREADS / OMP_NUM_THREADS)."
+    ),
+    streams=(
+        "put independent GPU work on separate CUDA streams (torch.cuda.Stream, "
+        "cupy.cuda.Stream, numba.cuda.stream())."
+    ),
+    one_at_a_time="one thread (the program did its work on one thread)",
+    bigger_ops=(
+        "do more work per call (vectorise with NumPy): tiny calls cost more to hand to "
+        "another thread than to run."
+    ),
+)
+
+#: "layer (/path/prog.py:2)" (viztracer) or "prog.py(2): layer" (PyTorch's, cProfile-like).
+_VIZTRACER_NAME = re.compile(r"^(?P<function>.+?) \((?P<where>[^()]*:\d+)\)$")
+_FILE_FIRST_NAME = re.compile(r"^(?P<where>[^()]+\.py)\((?P<line>\d+)\): (?P<function>.+)$")
+_CALL_NAMES = (_VIZTRACER_NAME, _FILE_FIRST_NAME)
+_ENTRY_POINTS = ("<module>", "_run_code", "_run_module_as_main", "exec", "run_path")
+GIL_NOTE = (
+    "A Python tracer times calls in wall-clock time: a thread waiting for the GIL still shows "
+    "its call as running, so overlap between threads is an upper bound on parallel work."
+)
+
+
+def function_name(name: str) -> str:
+    """The function of a Python tracer's event name, without file and line."""
+    for pattern in _CALL_NAMES:
+        match = pattern.match(name)
+        if match:
+            return match.group("function")
+    return name
+
+
+def detect(document: Document) -> bool:
+    if "viztracer_metadata" in document.header:
+        return True
+    sample = document.slices[:200]
+    calls = sum(bool(pattern.match(p.name)) for p in sample for pattern in _CALL_NAMES)
+    return bool(sample) and calls >= 0.8 * len(sample)
+
+
+def _top_level_functions(pieces: list[Slice]) -> dict[int, str]:
+    """Slice index -> the outermost function around it (itself included) that is not the
+    program's entry point (`<module>`, runpy)."""
+    chains = enclosing_names(pieces, pieces)
+    scopes = {}
+    for piece in pieces:
+        names = (function_name(name) for name in chains.get(piece.index, ()))
+        scopes[piece.index] = next((n for n in names if n not in _ENTRY_POINTS), "")
+    return scopes
+
+
+def convert(document: Document) -> Converted:
+    converted = Converted()
+    threads = {piece.thread for piece in document.slices}
+    labels = thread_labels(document, threads)
+    several = len(threads) > 1
+    by_thread: dict[object, list[Slice]] = defaultdict(list)
+    for piece in document.slices:
+        by_thread[piece.thread].append(piece)
+    main = next((t for t in threads if labels[t] == "MainThread"), None)
+    top = {} if several else _top_level_functions(document.slices)
+    for piece in document.slices:
+        function = function_name(piece.name)
+        if several:
+            scope = "" if piece.thread == main else labels[piece.thread]
+        else:
+            scope = top.get(piece.index, "")
+        converted.add(
+            Draft(
+                name=function,
+                op_type=function,
+                scope=scope,
+                device="cpu",
+                kind="op",
+                lane=f"python/{labels[piece.thread]}",
+                start=piece.start,
+                end=piece.end,
+            ),
+            piece,
+        )
+    if several:
+        converted.notes.append(GIL_NOTE)
+    return converted
+
+
+PRODUCER = Producer("python", detect, convert, KNOBS)

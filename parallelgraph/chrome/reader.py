@@ -1,0 +1,166 @@
+"""Trace-event JSON in: a file or a parsed document to a Trace, whoever wrote it.
+
+`load(path)` reads the file (`files`: gzip, folders, encodings, clear errors), `read_document`
+turns its events into slices (`document`), and the first producer module whose `detect` says
+yes converts them (`producers`: parallelgraph, TensorFlow, PyTorch, JAX, Python tracers, then
+any trace-event file). What is common to all of them happens here:
+
+- **dependencies from flows**: each flow step links the slice it binds to (the deepest slice
+  enclosing its timestamp on its thread; an 'f' without `"bp": "e"` binds to the next slice that
+  begins there) to the next step's slice;
+- **unique names**: imported names that repeat ("aten::mm") get "#2", "#3".. in start order so
+  that `inputs` and the critical path can tell instances apart;
+- **metadata**: `source` (the producer), `lane_kinds` (what the producer knows about lanes whose
+  names do not say it), `notes` (what was left out, and why), and `imported` (the file and its
+  header, e.g. PyTorch's deviceProperties).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..trace import Trace, lane_sort_key
+from .document import Document, FlowPoint, Slice, Thread, read_document
+from .files import read_json
+from .producers import detect_producer
+from .producers.base import Draft
+
+
+class _ThreadIndex:
+    """Slices of one thread sorted by start, each with its enclosing slice, for flow binding."""
+
+    def __init__(self, pieces: Iterable[Slice]):
+        self.pieces = sorted(pieces, key=lambda p: (p.start, -p.end, p.index))
+        self.starts = [piece.start for piece in self.pieces]
+        self.parent: list[int] = []
+        stack: list[int] = []
+        for position, piece in enumerate(self.pieces):
+            while stack and not piece.end <= self.pieces[stack[-1]].end:
+                stack.pop()
+            self.parent.append(stack[-1] if stack else -1)
+            stack.append(position)
+
+    def enclosing(self, ts: int) -> Slice | None:
+        """The deepest slice with start <= ts <= end."""
+        position = bisect.bisect_right(self.starts, ts) - 1
+        while position >= 0 and self.pieces[position].end < ts:
+            position = self.parent[position]
+        return self.pieces[position] if position >= 0 else None
+
+    def next_from(self, ts: int) -> Slice | None:
+        """The first slice that begins at or after ts (the outermost one at that time)."""
+        position = bisect.bisect_left(self.starts, ts)
+        return self.pieces[position] if position < len(self.pieces) else self.enclosing(ts)
+
+
+def _flow_chains(points: Iterable[FlowPoint]) -> list[list[FlowPoint]]:
+    """Flows as ordered steps: an 's' starts one, 't' continues it, 'f' ends it."""
+    by_key: dict[tuple[str, str], list[FlowPoint]] = defaultdict(list)
+    for point in points:
+        by_key[point.key].append(point)
+    chains: list[list[FlowPoint]] = []
+    for steps in by_key.values():
+        current: list[FlowPoint] = []
+        for point in sorted(steps, key=lambda p: (p.ts, p.index)):
+            if point.phase == "s" and current:
+                chains.append(current)
+                current = []
+            current.append(point)
+            if point.phase == "f":
+                chains.append(current)
+                current = []
+        if current:
+            chains.append(current)
+    return [chain for chain in chains if len(chain) > 1]
+
+
+def _flow_edges(document: Document, owner: dict[int, Draft]) -> list[tuple[Draft, Draft]]:
+    owned: dict[Thread, list[Slice]] = defaultdict(list)
+    for piece in document.slices:
+        if piece.index in owner:
+            owned[piece.thread].append(piece)
+    indexes = {thread: _ThreadIndex(pieces) for thread, pieces in owned.items()}
+
+    def bind(point: FlowPoint) -> Draft | None:
+        index = indexes.get(point.thread)
+        if index is None:
+            return None
+        piece = index.enclosing(point.ts) if point.enclosing else index.next_from(point.ts)
+        return owner[piece.index] if piece is not None else None
+
+    edges = []
+    for chain in _flow_chains(document.flows):
+        bound = [bind(point) for point in chain]
+        edges.extend(
+            (producer, consumer)
+            for producer, consumer in itertools.pairwise(bound)
+            if producer is not None and consumer is not None
+        )
+    return edges
+
+
+def _make_names_unique(drafts: Sequence[Draft]) -> None:
+    """Repeated names of ops and copies get '#2', '#3'.. in start order (shards follow)."""
+    seen: Counter[str] = Counter()
+    ops = [draft for draft in drafts if draft.parent is None]
+    for draft in sorted(ops, key=lambda d: (d.start, -d.end, lane_sort_key(d.lane))):
+        seen[draft.name] += 1
+        if seen[draft.name] > 1:
+            draft.name = f"{draft.name}#{seen[draft.name]}"
+
+
+def _attach_inputs(edges: Iterable[tuple[Draft, Draft]]) -> None:
+    for producer, consumer in edges:
+        producer, consumer = producer.parent or producer, consumer.parent or consumer
+        if consumer.kind == "shard" or producer is consumer:
+            continue  # a shard without its op (generic files) keeps no inputs
+        if producer.name not in consumer.inputs:
+            consumer.inputs.append(producer.name)
+
+
+def _metadata(document: Document, source: str, converted: Any) -> dict[str, Any]:
+    if source == "parallelgraph":
+        metadata = document.header["otherData"].get("metadata", {})
+        return dict(metadata) if isinstance(metadata, dict) else {}
+    imported: dict[str, Any] = {"source": document.source}
+    if document.header:
+        imported["header"] = document.header  # e.g. PyTorch's schemaVersion, deviceProperties
+    metadata: dict[str, Any] = {"source": source, "imported": imported}
+    if converted.lane_kinds:
+        metadata["lane_kinds"] = {lane: kind.value for lane, kind in converted.lane_kinds.items()}
+    if converted.notes:
+        metadata["notes"] = list(converted.notes)
+    return metadata
+
+
+def from_chrome(document: Any, source: str = "<trace>") -> Trace:
+    """A Trace from a parsed trace-event document (object or bare-list form).
+
+    Reads our own files and those of TensorFlow, PyTorch, JAX, viztracer and other Python
+    tracers, and any trace-event JSON; see `parallelgraph.chrome.producers` for what each
+    becomes. `source` names the document in error messages. Raises ValueError for a malformed
+    document.
+    """
+    parsed = read_document(document, source)
+    producer = detect_producer(parsed)
+    converted = producer.convert(parsed)
+    if producer.name != "parallelgraph":
+        _make_names_unique(converted.drafts)
+        converted.edges.extend(_flow_edges(parsed, converted.owner))
+    _attach_inputs(converted.edges)
+    events = [draft.freeze() for draft in converted.drafts]
+    events.sort(key=lambda e: (e.start, e.kind != "op", -e.end))
+    return Trace(events, _metadata(parsed, producer.name, converted))
+
+
+def load(path: str | Path) -> Trace:
+    """Read a trace file — `.json` or gzip, or the one trace file in a folder — written by
+    parallelgraph, TensorFlow, PyTorch, JAX, viztracer or another tool. A ValueError naming
+    the file says what is wrong with a malformed one."""
+    document, source = read_json(path)
+    return from_chrome(document, source)
