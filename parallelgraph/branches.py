@@ -10,7 +10,8 @@ branches without `record_function`, two Python threads — so a branch can be na
 - a **lane**: "lane:cpu/PTThreadPool-1" (or just the lane's name when no scope has it) — the
   outermost ops that ran on that thread or stream;
 - an **op-name pattern**: "op:aten::*" or any name with a `*`, `?` or `[` in it — every op
-  (nested ones too) whose name matches, in `fnmatch` syntax.
+  (nested ones too) whose name matches, in `fnmatch` syntax; "op:a*|b*" matches either
+  (XLA's ops, named "ynn_fusion.3", can be gathered into the branches they came from).
 
 `default_branches` picks what `explain()` compares when it is given nothing: the top-level
 scopes when there are two or more, else the lanes that ran ops.
@@ -76,7 +77,12 @@ def select(trace: Trace, spec: str) -> Branch:
     elif by == "lane":
         ops = [e for e in trace.ops() if e.lane == name]
     else:
-        ops = [e for e in trace.ops(nested=True) if fnmatch.fnmatchcase(e.name, name)]
+        patterns = name.split("|")
+        ops = [
+            e
+            for e in trace.ops(nested=True)
+            if any(fnmatch.fnmatchcase(e.name, pattern) for pattern in patterns)
+        ]
     if not ops:
         raise ValueError(f"no op events for {by} {name!r}; {_choices(trace)}")
     return _branch(name, by, ops)

@@ -35,10 +35,12 @@ A zoom window `t0`, `t1` (ms) keeps only the events that intersect it and limits
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .lanes import LaneKind, parse_lane
 from .plot_layout import timeline_layout
 from .trace import Trace, TraceEvent
 
@@ -57,8 +59,20 @@ PALETTE = (
     "#8C8C8C",
     "#CCB974",
     "#64B5CD",
+    "#A6C8E8",
+    "#F2B98C",
+    "#9ED39B",
+    "#E59A9C",
+    "#C2B3DE",
+    "#C9AE9F",
+    "#F0C0DF",
+    "#5A5A8F",
+    "#8F8F3A",
+    "#3A8F8F",
 )
 UNKNOWN_COLOR = "#999999"
+#: Scopes past the palette share this colour (and one legend entry), never a repeated one.
+OTHER_COLOR = "#c8c8c8"
 
 # Vertical geometry inside a row (rows are 1 data unit apart, the y axis points down).
 OP_TOP, OP_BOTTOM = -0.38, 0.38
@@ -69,20 +83,26 @@ LABEL_FONTSIZE = 7.0
 LABEL_PAD_PX = 3.0  # free pixels wanted on each side of a label
 EDGE_MIN_PX = 4.0  # bars narrower than this on screen get no dark edge
 THIN_OUTLINE = 0.5  # points: the outline, in its own colour, of a bar narrower than that
-ROW_INCHES, FIGURE_WIDTH = 0.42, 11.0
+ROW_INCHES, SUB_ROW_INCHES, FIGURE_WIDTH = 0.42, 0.24, 11.0
 
-GROUP_ORDER = ("inter-op", "intra-op", "stream", "copy", "worker")
+#: Sub-rows drawn per lane for nested events (deeper ones are left out of the picture).
+MAX_DEPTH = 8
+#: Scopes named in the legend; the rest are counted in one last entry.
+MAX_LEGEND_SCOPES = 20
 
 
 # -- figures --------------------------------------------------------------------------------
-def _new_figure(rows: int, width: float = FIGURE_WIDTH, layout: Any = None) -> Figure:
-    """A Figure with an Agg canvas, sized for `rows` lanes; `layout`: a matplotlib layout
-    (default: the timeline layout, see plot_layout)."""
+def _new_figure(
+    rows: int, width: float = FIGURE_WIDTH, layout: Any = None, sub_rows: int = 0
+) -> Figure:
+    """A Figure with an Agg canvas, sized for `rows` lanes and `sub_rows` extra rows of nested
+    events (drawn less tall); `layout`: a matplotlib layout (default: the timeline layout,
+    see plot_layout)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     _show_figures_in_notebooks(Figure)
-    height = 1.3 + ROW_INCHES * max(rows, 2)
+    height = 1.3 + ROW_INCHES * max(rows, 2) + SUB_ROW_INCHES * sub_rows
     figure = Figure(figsize=(width, height), layout=layout or timeline_layout())
     FigureCanvasAgg(figure)
     return figure
@@ -112,35 +132,64 @@ def _png_bytes(figure: Any) -> bytes:
 
 
 def scope_colors(traces: Sequence[Trace]) -> dict[str, str]:
-    """One colour per top-level scope, stable across the traces drawn together."""
+    """One colour per top-level scope, stable across the traces drawn together; scopes past
+    the palette's 20 colours are all grey (`OTHER_COLOR`), so no two scopes look alike."""
     colors: dict[str, str] = {}
     for trace in traces:
         for scope in trace.scopes():
-            colors.setdefault(scope, PALETTE[len(colors) % len(PALETTE)])
+            if scope not in colors:
+                colors[scope] = PALETTE[len(colors)] if len(colors) < len(PALETTE) else OTHER_COLOR
     return colors
 
 
 # -- lanes and the time window --------------------------------------------------------------
 def lane_group(lane: str) -> str:
-    """The group a lane is drawn in: "inter-op", "intra-op", "stream", "copy", "worker", or
-    its pool name ("gpu0-stream/1" -> "stream", "worker-tcp://10.0.0.1:4000/0" -> "worker")."""
-    pool = lane.rpartition("/")[0] or lane
-    for group in GROUP_ORDER:
-        if pool == group or pool.startswith(group) or pool.endswith(group):
-            return group
-    return pool
+    """The group a lane is drawn in: "inter-op", "intra-op", "stream", "copy", "worker" (a
+    Dask worker's lanes), or the pool of another thread ("cpu" for "cpu/python")."""
+    parsed = parse_lane(lane)
+    if parsed.pool.startswith("worker-"):
+        return "worker"
+    return {
+        LaneKind.HELPER: "intra-op",
+        LaneKind.STREAM: "stream",
+        LaneKind.COPY: "copy",
+    }.get(parsed.kind, parsed.pool)
 
 
 def ordered_lanes(trace: Trace) -> list[str]:
-    """The trace's lanes grouped in GROUP_ORDER (then other pools), keeping `trace.lanes`
-    order inside a group."""
-    lanes = trace.lanes
+    """The trace's lanes in display order (`Trace.lanes`: workers, helpers, streams, copies,
+    then Dask workers)."""
+    return trace.lanes
 
-    def rank(lane: str) -> int:
-        group = lane_group(lane)
-        return GROUP_ORDER.index(group) if group in GROUP_ORDER else len(GROUP_ORDER)
 
-    return sorted(lanes, key=rank)  # stable: keeps trace order within a group
+@dataclass(frozen=True)
+class _Rows:
+    """Where lanes sit on the y axis: a lane whose events nest gets one sub-row per depth
+    (a flame chart per lane, as Perfetto draws), up to `MAX_DEPTH`."""
+
+    base: dict[str, int]  # lane -> y of its outermost row
+    depth: dict[str, int]  # lane -> sub-rows drawn
+    total: int
+
+    @classmethod
+    def of(cls, trace: Trace, lanes: list[str]) -> _Rows:
+        deepest: dict[str, int] = dict.fromkeys(lanes, 0)
+        for event in trace.events:
+            if event.kind != "shard":
+                deepest[event.lane] = max(deepest[event.lane], min(event.depth, MAX_DEPTH - 1))
+        base, y = {}, 0
+        for lane in lanes:
+            base[lane] = y
+            y += deepest[lane] + 1
+        return cls(base, {lane: deepest[lane] + 1 for lane in lanes}, y)
+
+    def y(self, event: TraceEvent) -> float:
+        """The row of an event: its lane's, plus its depth (a shard sits in its op's row)."""
+        depth = event.depth - 1 if event.kind == "shard" and event.parent else event.depth
+        return self.base[event.lane] + min(max(depth, 0), self.depth[event.lane] - 1)
+
+    def visible(self, event: TraceEvent) -> bool:
+        return event.depth < MAX_DEPTH or (event.kind == "shard" and event.depth == MAX_DEPTH)
 
 
 @dataclass(frozen=True)
@@ -201,20 +250,21 @@ def gantt(
     >>> figure.savefig("timeline.svg")         # doctest: +SKIP
     """
     lanes = ordered_lanes(trace)
+    rows = _Rows.of(trace, lanes)
     if ax is None:
-        ax = _new_figure(len(lanes)).add_subplot()
+        ax = _new_figure(len(lanes), sub_rows=rows.total - len(lanes)).add_subplot()
     colors = scope_colors([trace]) if colors is None else colors
     window, zoomed = _window(trace, t0, t1, time_origin)
-    rows = {lane: row for row, lane in enumerate(lanes)}
-    events = [e for e in trace.events if window.contains(e)] if zoomed else list(trace.events)
+    events = [e for e in trace.events if rows.visible(e) and (not zoomed or window.contains(e))]
     tasks = [e for e in events if e.kind != "shard"]  # ops and copies: labels and arrows
-    _draw_lane_groups(ax, lanes)
+    _draw_lane_groups(ax, trace, lanes, rows)
     kinds = _draw_bars(ax, events, rows, window, colors)
     if labels:
         _draw_labels(ax, tasks, events, rows, window, colors)
     if arrows:
         _draw_arrows(ax, tasks, rows, window)
-    _decorate(ax, lanes, window, _default_title(trace, window, zoomed) if title is None else title)
+    heading = _default_title(trace, window, zoomed) if title is None else title
+    _decorate(ax, lanes, rows, window, heading)
     if legend:
         _draw_legend(ax, colors, events, kinds, arrows)
     _fit_legend(ax.figure)
@@ -246,7 +296,7 @@ def compare(
     names = list(labels) if labels is not None else [f"run {i + 1}" for i in range(len(runs))]
     if len(names) != len(runs):
         raise ValueError(f"{len(runs)} traces but {len(names)} labels: {names}")
-    lane_counts = [max(len(t.lanes), 1) for t in runs]
+    lane_counts = [max(_Rows.of(t, ordered_lanes(t)).total, 1) for t in runs]
     figure = _new_figure(sum(lane_counts) + 2 * len(runs))
     axes = figure.subplots(
         len(runs), 1, sharex=True, squeeze=False, gridspec_kw={"height_ratios": lane_counts}
@@ -296,22 +346,26 @@ def _speedup_summary(runs: list[Trace], names: list[str]) -> str:
 
 
 # -- pieces of a chart ----------------------------------------------------------------------
-def _draw_lane_groups(ax: Axes, lanes: list[str]) -> None:
+def _draw_lane_groups(ax: Axes, trace: Trace, lanes: list[str], rows: _Rows) -> None:
     """Light bands behind every other pool of lanes and a thin line between pools."""
-    pools = [lane.rpartition("/")[0] or lane for lane in lanes]
-    starts = [row for row in range(len(lanes)) if row == 0 or pools[row] != pools[row - 1]]
+    pools = [trace.lane(lane).pool for lane in lanes]
+    starts = [i for i in range(len(lanes)) if i == 0 or pools[i] != pools[i - 1]]
     for number, start in enumerate(starts):
         end = starts[number + 1] if number + 1 < len(starts) else len(lanes)
+        top, bottom = (
+            rows.base[lanes[start]],
+            rows.base[lanes[end - 1]] + rows.depth[lanes[end - 1]],
+        )
         if number % 2:
-            ax.axhspan(start - 0.5, end - 0.5, color="#f2f2f2", zorder=0, lw=0)
+            ax.axhspan(top - 0.5, bottom - 0.5, color="#f2f2f2", zorder=0, lw=0)
         if start:
-            ax.axhline(start - 0.5, color="#9a9a9a", lw=0.8, zorder=0.5)
+            ax.axhline(top - 0.5, color="#9a9a9a", lw=0.8, zorder=0.5)
 
 
 def _draw_bars(
     ax: Axes,
     events: list[TraceEvent],
-    rows: dict[str, int],
+    rows: _Rows,
     window: _Window,
     colors: dict[str, str],
 ) -> set[str]:
@@ -336,7 +390,7 @@ def _draw_bars(
 
 def _bar_collection(
     events: list[TraceEvent],
-    rows: dict[str, int],
+    rows: _Rows,
     window: _Window,
     colors: dict[str, str],
     *,
@@ -352,7 +406,7 @@ def _bar_collection(
 
     left = np.array([window.ms(e.start) for e in events])
     right = np.array([window.ms(e.end) for e in events])
-    y = np.array([rows[e.lane] for e in events], dtype=float)
+    y = np.array([rows.y(e) for e in events], dtype=float)
     verts = np.empty((len(events), 4, 2))
     verts[:, :, 0] = np.column_stack([left, right, right, left])
     verts[:, :, 1] = np.column_stack([y + top, y + top, y + bottom, y + bottom])
@@ -382,7 +436,7 @@ def _draw_labels(
     ax: Axes,
     tasks: list[TraceEvent],
     events: list[TraceEvent],
-    rows: dict[str, int],
+    rows: _Rows,
     window: _Window,
     colors: dict[str, str],
 ) -> None:
@@ -392,7 +446,7 @@ def _draw_labels(
     from matplotlib.colors import to_rgb
 
     nested = {(e.name, e.lane) for e in events if e.kind == "shard"}
-    y = [rows[e.lane] + (LABEL_UPPER if (e.name, e.lane) in nested else 0.0) for e in tasks]
+    y = [rows.y(e) + (LABEL_UPPER if (e.name, e.lane) in nested else 0.0) for e in tasks]
     ink = {}
     for scope, color in colors.items():
         r, g, b = to_rgb(color)
@@ -401,14 +455,20 @@ def _draw_labels(
         left=np.array([window.ms(e.start) for e in tasks]),
         right=np.array([window.ms(e.end) for e in tasks]),
         y=np.array(y, dtype=float),
-        texts=[e.name.rsplit("/", 1)[-1] for e in tasks],
+        texts=[_label(e) for e in tasks],
         colors=[ink.get(_top_scope(e), "black") for e in tasks],
     )
     labels.set_gid("bar-labels")
     ax.add_artist(labels)
 
 
-def _draw_arrows(ax: Axes, tasks: list[TraceEvent], rows: dict[str, int], window: _Window) -> None:
+def _label(event: TraceEvent) -> str:
+    """A bar's text: the op's name without its scope, and without the "#2" that tells
+    repeated imported names apart."""
+    return re.sub(r"#\d+$", "", event.name.rsplit("/", 1)[-1])
+
+
+def _draw_arrows(ax: Axes, tasks: list[TraceEvent], rows: _Rows, window: _Window) -> None:
     """A light arrow from each drawn producer's end to each drawn consumer's start."""
     by_name: dict[str, list[TraceEvent]] = {}
     for task in tasks:
@@ -419,8 +479,8 @@ def _draw_arrows(ax: Axes, tasks: list[TraceEvent], rows: dict[str, int], window
             candidates = by_name.get(name) or by_name.get(name.rpartition(":")[0], [])
             producer = _producer(candidates, consumer)
             if producer is not None:
-                x0, y0 = window.ms(producer.end), rows[producer.lane]
-                x1, y1 = window.ms(consumer.start), rows[consumer.lane]
+                x0, y0 = window.ms(producer.end), rows.y(producer)
+                x1, y1 = window.ms(consumer.start), rows.y(consumer)
                 segments.append((x0, y0, x1 - x0, y1 - y0))
     if not segments:
         return
@@ -450,9 +510,9 @@ def _producer(candidates: list[TraceEvent], consumer: TraceEvent) -> TraceEvent 
     return others[0] if others else None
 
 
-def _decorate(ax: Axes, lanes: list[str], window: _Window, title: str) -> None:
-    ax.set_yticks(range(len(lanes)), lanes, fontsize=8)
-    ax.set_ylim(max(len(lanes), 1) - 0.5, -0.5)
+def _decorate(ax: Axes, lanes: list[str], rows: _Rows, window: _Window, title: str) -> None:
+    ax.set_yticks([rows.base[lane] for lane in lanes], lanes, fontsize=8)
+    ax.set_ylim(max(rows.total, 1) - 0.5, -0.5)
     ax.set_xlim(window.lo, window.hi)
     ax.set_xlabel("time (ms)")
     ax.tick_params(axis="y", length=0)
@@ -466,7 +526,8 @@ def _default_title(trace: Trace, window: _Window, zoomed: bool) -> str:
     name = trace.metadata.get("graph", "trace")
     parts = [str(name)]
     if config.get("executor") == "dask":
-        workers = len({lane.split("/")[0] for lane in trace.lanes if lane.startswith("worker")})
+        pools = {trace.lane(lane).pool for lane in trace.lanes}
+        workers = len({pool for pool in pools if pool.startswith("worker-")})
         parts[0] += f": dask, {workers} worker(s), intra-op {config.get('intra_op_threads', '?')}"
     elif "inter_op_threads" in config or "intra_op_threads" in config:
         inter, intra = config.get("inter_op_threads", "?"), config.get("intra_op_threads", "?")
@@ -482,7 +543,11 @@ def _legend_handles(colors: dict[str, str], kinds: set[str], arrows: bool) -> li
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles: list[Any] = [Patch(color=c, label=s or "<root>") for s, c in colors.items()]
+    named = [(s, c) for s, c in colors.items() if c != OTHER_COLOR][:MAX_LEGEND_SCOPES]
+    handles: list[Any] = [Patch(color=c, label=s or "<root>") for s, c in named]
+    if len(colors) > len(named):
+        more = len(colors) - len(named)
+        handles.append(Patch(color=OTHER_COLOR, label=f"+{more} more scope(s)"))
     if "shard" in kinds:
         handles.append(Patch(facecolor="#555555", edgecolor="white", label="shard (lower part)"))
     if "copy" in kinds:

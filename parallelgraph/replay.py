@@ -21,7 +21,13 @@ inter 1 / intra 1 gives clean numbers; one measured with oversubscription is cor
 average load its events saw). The result is a Trace (lanes, op and shard events) that plots,
 overlaps and explains like a measured one, with `metadata["simulated"] = True`.
 
-GPU traces (ops on `stream/*` lanes) are replayed on `Config.streams` streams assigned by
+Imported traces replay the same way: a TensorFlow timeline measured with one inter-op thread,
+replayed with two, predicts what TensorFlow's two threads do (benchmarks/RESULTS.md; the test
+checks it on the real fixture). Only the outermost op events are replayed (nested ones are part
+of their time), and the report keeps the trace's `source`, so its advice stays in the
+producer's terms.
+
+GPU traces (ops on GPU-stream lanes) are replayed on `Config.streams` streams assigned by
 `Config.stream_policy` (`replay_streams`), with the host's launch interval read off the trace
 and the copies back to the host after their producers. Limits, said plainly: memory-bandwidth
 contention, cache effects and thread wake-up jitter are only approximated on the CPU; on the
@@ -41,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import Config, cpu_count
+from .lanes import LaneKind, parse_lane
 from .trace import Trace, TraceEvent
 
 #: Time for a sleeping thread to wake up and start (measured on the 2-core VM: ~100 us for a
@@ -253,7 +260,7 @@ class Replay:
         self.events.append(self._event(op, piece.lane, piece.start, self.now, "shard", piece.shard))
         self.shards_left[name] -= 1
         took = self._take_shard(op, piece.lane)
-        if not took and piece.lane.startswith("intra-op/"):
+        if not took and parse_lane(piece.lane).kind is LaneKind.HELPER:
             self.free_helpers.append(piece.lane)
             self.free_helpers.sort()
             self._lend_helpers()
@@ -415,9 +422,20 @@ def simulate(trace: Trace, config: Config | None = None, cores: int | None = Non
     >>> predicted = pg.simulate(trace, pg.Config(inter_op_threads=2))   # doctest: +SKIP
     >>> predicted.makespan_ms, predicted.plot()                          # doctest: +SKIP
     """
+    if not isinstance(trace, Trace):
+        raise TypeError(f"simulate() replays a Trace, got {type(trace).__name__}")
+    if config is not None and not isinstance(config, Config):
+        raise TypeError(
+            f"simulate(trace, config): config must be a pg.Config, got {config!r:.60} "
+            "(for example pg.Config(inter_op_threads=2))"
+        )
+    if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int) or cores < 1):
+        raise ValueError(f"simulate(..., cores={cores!r}): cores must be a whole number >= 1")
+    if not trace.ops():
+        raise ValueError("simulate() needs a trace with op events; this one has none")
     config = (config or Config()).resolved()
     cores = cores or trace.metadata.get("cores") or cpu_count()
-    gpu = [e for e in trace.ops() if e.lane.startswith("stream/")]
+    gpu = [e for e in trace.ops() if trace.lane(e.lane).kind is LaneKind.STREAM]
     if gpu:
         if len(gpu) != len(trace.ops()):
             raise ValueError("simulate() replays CPU traces or GPU traces, not both in one graph")
@@ -437,5 +455,6 @@ def simulate(trace: Trace, config: Config | None = None, cores: int | None = Non
         "cores": cores,
         "simulated": True,
         "simulated_from": trace.metadata.get("config", {}),
+        "source": trace.source,
     }
     return Trace(tuple(events), metadata)

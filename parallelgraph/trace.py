@@ -123,9 +123,10 @@ def nest(events: Sequence[TraceEvent]) -> tuple[TraceEvent, ...]:
     """`events` with `depth` and `parent` set from how they nest on each lane.
 
     On a lane, an event nests in the innermost earlier event that contains it (starts no later,
-    ends no earlier); ties keep the given order, so a parent listed first stays the parent. An
-    event that starts inside another but ends after it (possible only in imported files) is
-    not nested: it gets the next depth (to be drawn apart) and no parent.
+    ends no earlier); ties keep the given order, so a parent listed first stays the parent. Its
+    depth is the number of events still open when it starts, so an event that overlaps a
+    sibling without nesting in it (possible only in imported files) is drawn a row below it,
+    and its parent is the innermost event that does contain it (or none).
     """
     by_lane: dict[str, list[int]] = {}
     for position, event in enumerate(events):
@@ -138,7 +139,7 @@ def nest(events: Sequence[TraceEvent]) -> tuple[TraceEvent, ...]:
             event = events[position]
             while stack and stack[-1].end <= event.start and stack[-1].end < event.end:
                 stack.pop()
-            parent = stack[-1] if stack and event.end <= stack[-1].end else None
+            parent = next((e for e in reversed(stack) if event.end <= e.end), None)
             depth = len(stack)
             if depth != event.depth or (parent.name if parent else None) != event.parent:
                 event = dataclasses.replace(

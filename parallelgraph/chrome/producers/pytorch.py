@@ -4,10 +4,11 @@
 - **ops**: `cpu_op` events (ATen ops: `aten::linear`, holding its `aten::addmm`, which the trace
   model nests), GPU `kernel`s, `gpu_memcpy` (a copy) and `gpu_memset`, and CUDA runtime calls
   (the launches; they tie a kernel to the CPU op that launched it through `correlation`).
-- **scopes**: `record_function("net1")` ranges (`user_annotation`) and, with
-  `with_modules=True`, the `nn.Module` hierarchy ("nn.Module: Linear_0" events) around an op:
-  its scope is "net1/Sequential_0/Linear_0". A GPU event outside any range takes the scope of
-  the runtime call that launched it.
+- **scopes**: `record_function("net1")` ranges (`user_annotation`) and the `nn.Module`
+  hierarchy ("nn.Module: Linear_0" events, written with `with_stack=True`) around an op: the
+  labels the user wrote come first, then the modules, so its scope is
+  "net1/Sequential_0/Linear_0" even when a module encloses the label. A GPU event outside any
+  range takes the scope of the runtime call that launched it.
 - **the profiler's own events** are left out, and a note says how many: `ProfilerStep#N`
   ranges, Python frames (`python_function`, from `with_stack=True`), `overhead`, the profiler's
   "Trace" spans and instant events.
@@ -71,6 +72,16 @@ def _is_scope(piece: Slice) -> bool:
     return piece.cat == "python_function" and piece.name.startswith(MODULE_PREFIX)
 
 
+def _scope(around: list[str]) -> str:
+    """record_function labels first (what the user named), then the module hierarchy:
+    "net1/Branch_0/Linear_0" even when a module "TwoBranch_0" encloses the label."""
+    labels = [name for name in around if not name.startswith(MODULE_PREFIX)]
+    modules = [
+        name.removeprefix(MODULE_PREFIX) for name in around if name.startswith(MODULE_PREFIX)
+    ]
+    return "/".join(labels + modules)
+
+
 def convert(document: Document) -> Converted:
     converted = Converted()
     gpu_pids = {piece.thread[0] for piece in document.slices if piece.cat in GPU}
@@ -105,7 +116,7 @@ def convert(document: Document) -> Converted:
             Draft(
                 name=piece.name,
                 op_type=piece.name if piece.cat in ("cpu_op", "") else piece.cat,
-                scope="/".join(name.removeprefix(MODULE_PREFIX) for name in scopes[piece.index]),
+                scope=_scope(scopes[piece.index]),
                 device=device,
                 kind="copy" if piece.cat == "gpu_memcpy" else "op",
                 lane=lane,
