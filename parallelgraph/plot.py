@@ -282,13 +282,16 @@ def compare(
     *traces: Trace | Sequence[Trace],
     labels: Sequence[str] | None = None,
     title: str | None = None,
+    branches: tuple[str, str] | None = None,
     **options: Any,
 ) -> Figure:
     """Timelines stacked on one shared time axis, each from its own start, with the same scope
     colours; each panel is titled with its makespan and the figure title gives the speed-up of
     each run against the first. `compare([a, b], labels=[...])` and `compare(a, b, ...)` both
-    work. `title` replaces the speed-up line on top; other keyword options (arrows, t0, t1)
-    go to `gantt` for every panel.
+    work. `branches`: two branches — scopes, "lane:NAME" or "op:PATTERN" (see
+    `parallelgraph.branches`) — whose overlap each panel's title gives. `title` replaces the
+    speed-up line on top; other keyword options (arrows, t0, t1) go to `gantt` for every
+    panel.
 
     >>> compare(trace_1, trace_2, labels=["inter-op 1", "inter-op 2"])  # doctest: +SKIP
     """
@@ -304,6 +307,8 @@ def compare(
     colors = scope_colors(runs)
     for index, (ax, trace, name) in enumerate(zip(axes, runs, names)):
         heading = f"{name}: makespan {trace.makespan_ms:.2f} ms" + _speedup(runs, names, index)
+        if branches is not None:
+            heading += f", overlap {branches[0]} / {branches[1]} {trace.overlap(*branches):.2f}"
         gantt(trace, ax=ax, colors=colors, legend=False, title=heading, **options)
         if index < len(runs) - 1:
             ax.set_xlabel("")
@@ -624,6 +629,7 @@ def _init_bar_labels(
     self.left, self.right, self.y, self.texts, self.colors = left, right, y, texts, colors
     self.font = FontProperties(size=LABEL_FONTSIZE)
     self.drawn_labels: list[str] = []  # the names drawn last time (tests read it)
+    self.drawn_indices: list[int] = []  # and which bars they were on
     self.set_zorder(5)
 
 
@@ -632,7 +638,7 @@ def _draw_bar_labels(self: Any, renderer: Any) -> None:
     import numpy as np
     from matplotlib.text import Text
 
-    self.drawn_labels = []
+    self.drawn_labels, self.drawn_indices = [], []
     if not self.get_visible() or not self.texts:
         return
     ax = self.axes
@@ -652,3 +658,4 @@ def _draw_bar_labels(self: Any, renderer: Any) -> None:
             text.set_color(self.colors[i])
             text.draw(renderer)
             self.drawn_labels.append(self.texts[i])
+            self.drawn_indices.append(int(i))

@@ -8,6 +8,7 @@ import random
 import matplotlib
 import pytest
 
+import parallelgraph as pg
 from parallelgraph.plot import compare, gantt
 from parallelgraph.trace import Trace, TraceEvent
 
@@ -309,3 +310,39 @@ def test_timeline_layout_leaves_room_for_long_lane_names_and_hand_placed_axes_al
     inset = figure.add_axes((0.9, 0.1, 0.05, 0.8))
     figure.canvas.draw()
     assert tuple(inset.get_position().bounds) == pytest.approx((0.9, 0.1, 0.05, 0.8))
+
+
+def test_nested_events_are_drawn_as_sub_rows_and_labels_never_overlap():
+    from parallelgraph.recorded import framework_trace
+
+    trace = framework_trace("pytorch-eager")  # aten::linear holds aten::addmm, and deeper
+    figure = trace.plot()
+    figure.canvas.draw()
+    ax = figure.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == trace.lanes == ["cpu/python"]
+    deepest = max(e.depth for e in trace.events)
+    assert ax.get_ylim() == (deepest + 0.5, -0.5)  # one sub-row per depth
+    labels = child(ax, "bar-labels")
+    assert {"linear", "addmm"} <= {text.split("::")[-1] for text in labels.drawn_labels}
+    drawn = [(labels.y[i], labels.left[i], labels.right[i]) for i in labels.drawn_indices]
+    for (y1, l1, r1), (y2, l2, r2) in itertools.combinations(drawn, 2):
+        assert y1 != y2 or r1 <= l2 or r2 <= l1  # never two labels on one spot
+
+
+def test_legend_stays_readable_with_many_scopes():
+    events = [op(f"layer{i}/op", "inter-op/0", i, i + 1) for i in range(30)]
+    figure = Trace(events).plot()
+    texts = [t.get_text() for t in figure.axes[0].get_legend().get_texts()]
+    assert len(texts) == 21 and texts[-1] == "+10 more scope(s)"
+    colors = pg.plot.scope_colors([Trace(events)])
+    distinct = [c for c in colors.values() if c != pg.plot.OTHER_COLOR]
+    assert len(distinct) == len(set(distinct)) == 20  # no colour repeated
+
+
+def test_compare_reports_the_overlap_of_two_branches_in_each_panel():
+    from parallelgraph.recorded import framework_trace
+
+    fork = framework_trace("pytorch-fork")
+    pools = [f"lane:{lane}" for lane in fork.lanes if "PTThreadPool" in lane]
+    figure = pg.plot.compare([fork], labels=["fork"], branches=tuple(pools))
+    assert "overlap lane:cpu/PTThreadPool" in figure.axes[0].get_title(loc="left")

@@ -273,3 +273,12 @@ def test_python_tracer_scopes_are_threads_not_file_paths(name):
     assert [(p.scope_a, p.scope_b) for p in report.pairs] == [("net1", "net2")]
     assert report.pairs[0].overlapped
     assert any("GIL" in note for note in report.notes)
+
+
+def test_the_framework_traces_shipped_with_the_package_are_the_fixtures():
+    from parallelgraph.recorded import FRAMEWORK_TRACES, framework_runs
+
+    package = Path(pg.__file__).parent / "recorded"
+    for name, file in FRAMEWORK_TRACES.items():
+        assert (package / file).read_bytes() == (REAL / file).read_bytes(), name
+        assert framework_runs()[name]["tool_versions"] == MANIFEST[file]["tool_versions"]

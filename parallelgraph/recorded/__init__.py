@@ -10,6 +10,14 @@ replay predicts the measured one-stream time within 5% for `narrow` and `small`)
 >>> two = h200_trace("narrow")                                      # doctest: +SKIP
 >>> one = pg.simulate(two, pg.Config(streams=1))                    # doctest: +SKIP
 >>> pg.plot.compare([one, two], labels=["1 stream, replayed", "2"])  # doctest: +SKIP
+
+Traces written by other frameworks ship too (copies of tests/fixtures/real, where the scripts
+that made them are): TensorFlow 2.21's timeline of the seed graph with one and with two inter-op
+threads, and PyTorch 2.13's profiler on two branches, eager and with `torch.jit.fork`
+(`framework_trace`); `framework_runs` has how each was made and the times measured beside it.
+
+>>> tf1 = framework_trace("tensorflow-inter1")                       # doctest: +SKIP
+>>> print(tf1.explain())                                              # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -20,7 +28,22 @@ from typing import Any
 
 from ..trace import Trace
 
-__all__ = ["H200_SIZES", "h200_medians", "h200_trace"]
+__all__ = [
+    "FRAMEWORK_TRACES",
+    "H200_SIZES",
+    "framework_runs",
+    "framework_trace",
+    "h200_medians",
+    "h200_trace",
+]
+
+#: Framework traces shipped: name -> file.
+FRAMEWORK_TRACES = {
+    "tensorflow-inter1": "tf_seed_inter1.ctf.json",
+    "tensorflow-inter2": "tf_seed_inter2.ctf.json",
+    "pytorch-eager": "torch_eager_record_function.json",
+    "pytorch-fork": "torch_fork_interop2.json",
+}
 
 #: Sizes with a recorded trace: preset names and BATCHxINxHIDDENxOUT shapes.
 H200_SIZES = (
@@ -45,6 +68,21 @@ def h200_medians() -> dict[str, Any]:
     """The benchmark's rows: size, launch path, streams, median ms, overlap, errors (JSON)."""
     with _path("h200_gpu_streams.json").open() as file:
         return json.load(file)
+
+
+def framework_trace(name: str = "tensorflow-inter1") -> Trace:
+    """A trace written by TensorFlow or PyTorch (see `FRAMEWORK_TRACES`)."""
+    if name not in FRAMEWORK_TRACES:
+        raise ValueError(f"no framework trace {name!r}; choose from {tuple(FRAMEWORK_TRACES)}")
+    return Trace.load(_path(FRAMEWORK_TRACES[name]))
+
+
+def framework_runs() -> dict[str, Any]:
+    """How each framework trace was made (tool versions, program, threads) and the times its
+    script measured beside it (`timings_ms`: median, min, all runs), keyed by name."""
+    with _path("framework_traces.json").open() as file:
+        runs = json.load(file)
+    return {name: runs[file] for name, file in FRAMEWORK_TRACES.items()}
 
 
 def _path(name: str) -> Any:
