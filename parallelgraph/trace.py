@@ -28,7 +28,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import intervals as intervals_module
 from .lanes import Lane, lane_of
@@ -119,34 +119,55 @@ def lane_sort_key(lane: str) -> tuple[int, str, int, str]:
     return lane_of(lane).sort_key
 
 
-def nest(events: Sequence[TraceEvent]) -> tuple[TraceEvent, ...]:
-    """`events` with `depth` and `parent` set from how they nest on each lane.
+class Spanned(Protocol):
+    """Anything with a lane and a [start, end) time: an event, or a reader's draft of one."""
 
-    On a lane, an event nests in the innermost earlier event that contains it (starts no later,
+    lane: str
+    start: int
+    end: int
+
+
+def nesting(items: Sequence[Spanned]) -> list[tuple[int, int]]:
+    """(depth, index of the parent or -1) of each item, from how they nest on each lane.
+
+    On a lane, an item nests in the innermost earlier item that contains it (starts no later,
     ends no earlier); ties keep the given order, so a parent listed first stays the parent. Its
-    depth is the number of events still open when it starts, so an event that overlaps a
-    sibling without nesting in it (possible only in imported files) is drawn a row below it,
-    and its parent is the innermost event that does contain it (or none).
+    depth is the number of items still open when it starts, so an item that overlaps a sibling
+    without nesting in it (possible only in imported files) is drawn a row below it, and its
+    parent is the innermost item that does contain it (or none). O(n log n).
     """
+    starts = [item.start for item in items]
+    ends = [item.end for item in items]
     by_lane: dict[str, list[int]] = {}
-    for position, event in enumerate(events):
-        by_lane.setdefault(event.lane, []).append(position)
-    placed = list(events)
+    for position, item in enumerate(items):
+        by_lane.setdefault(item.lane, []).append(position)
+    placed = [(0, -1)] * len(items)
     for positions in by_lane.values():
-        positions.sort(key=lambda p: (events[p].start, -events[p].end, p))
-        stack: list[TraceEvent] = []
+        positions.sort(key=lambda p: (starts[p], -ends[p], p))
+        stack: list[int] = []
         for position in positions:
-            event = events[position]
-            while stack and stack[-1].end <= event.start and stack[-1].end < event.end:
+            start, end = starts[position], ends[position]
+            while stack and ends[stack[-1]] <= start and ends[stack[-1]] < end:
                 stack.pop()
-            parent = next((e for e in reversed(stack) if event.end <= e.end), None)
-            depth = len(stack)
-            if depth != event.depth or (parent.name if parent else None) != event.parent:
-                event = dataclasses.replace(
-                    event, depth=depth, parent=parent.name if parent else None
-                )
-                placed[position] = event
-            stack.append(event)
+            if not stack:
+                stack.append(position)
+                continue
+            parent = stack[-1] if end <= ends[stack[-1]] else -1
+            if parent < 0:  # overlaps the top without nesting in it: look further down
+                parent = next((p for p in reversed(stack) if end <= ends[p]), -1)
+            placed[position] = (len(stack), parent)
+            stack.append(position)
+    return placed
+
+
+def nest(events: Sequence[TraceEvent]) -> tuple[TraceEvent, ...]:
+    """`events` with `depth` and `parent` set by `nesting`; events already right are kept."""
+    placed = list(events)
+    for position, (depth, parent) in enumerate(nesting(events)):
+        event = events[position]
+        name = events[parent].name if parent >= 0 else None
+        if depth != event.depth or name != event.parent:
+            placed[position] = dataclasses.replace(event, depth=depth, parent=name)
     return tuple(placed)
 
 
@@ -166,9 +187,18 @@ class Trace:
     records. Treat a Trace as immutable.
     """
 
-    def __init__(self, events: Iterable[TraceEvent] = (), metadata: dict[str, Any] | None = None):
-        self._events: tuple[TraceEvent, ...] | None = None
+    def __init__(
+        self,
+        events: Iterable[TraceEvent] = (),
+        metadata: dict[str, Any] | None = None,
+        *,
+        nested: bool = False,
+    ):
+        """`nested=True` promises that the events' `depth` and `parent` are already what
+        `nest` would make them (a trace reader that nested them itself); else they are set the
+        first time `events` is read."""
         self._given: tuple[TraceEvent, ...] = tuple(events)
+        self._events: tuple[TraceEvent, ...] | None = self._given if nested else None
         self._records: tuple[Plan, list[tuple[Any, ...]]] | None = None
         self.metadata: dict[str, Any] = dict(metadata or {})
 

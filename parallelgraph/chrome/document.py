@@ -22,7 +22,7 @@ Thread = tuple[Any, Any]  # (pid, tid) as found in a file
 TIMED_PHASES = frozenset("XBEstf")  # the phases whose timestamps we read (and check)
 
 
-@dataclass
+@dataclass(slots=True)
 class Slice:
     """One complete slice of a thread: an 'X' event or a matched 'B'/'E' pair."""
 
@@ -70,6 +70,11 @@ def _problem(source: str, index: int, raw: dict[str, Any], message: str) -> Valu
 def _nanoseconds(raw: dict[str, Any], key: str, source: str, index: int) -> int:
     """A µs field as integer ns: ints exactly, floats rounded to the nearest ns."""
     value = raw[key]
+    kind = type(value)  # the common cases first: this runs for every event of a big file
+    if kind is float and math.isfinite(value):
+        return round(value * 1000)
+    if kind is int:
+        return value * 1000
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise _problem(source, index, raw, f"{key!r} must be a number of µs, got {value!r:.40}")
     return value * 1000 if isinstance(value, int) else round(value * 1000)
@@ -92,6 +97,8 @@ def _duration(raw: dict[str, Any], source: str, index: int) -> int:
 
 def _identity(value: Any) -> Any:
     """pid/tid as a dict key: numbers and numeric strings alike, 0 when missing."""
+    if type(value) is int:
+        return value
     if value is None:
         return 0
     digits = value.strip().lstrip("-") if isinstance(value, str) else ""

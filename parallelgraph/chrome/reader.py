@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..trace import Trace, lane_sort_key
+from ..trace import Trace, nesting
 from .document import Document, FlowPoint, Slice, Thread, read_document
 from .files import read_json
 from .producers import detect_producer
@@ -108,7 +108,7 @@ def _make_names_unique(drafts: Sequence[Draft]) -> None:
     """Repeated names of ops and copies get '#2', '#3'.. in start order (shards follow)."""
     seen: Counter[str] = Counter()
     ops = [draft for draft in drafts if draft.parent is None]
-    for draft in sorted(ops, key=lambda d: (d.start, -d.end, lane_sort_key(d.lane))):
+    for draft in sorted(ops, key=lambda d: (d.start, -d.end, d.lane)):
         seen[draft.name] += 1
         if seen[draft.name] > 1:
             draft.name = f"{draft.name}#{seen[draft.name]}"
@@ -153,9 +153,12 @@ def from_chrome(document: Any, source: str = "<trace>") -> Trace:
         _make_names_unique(converted.drafts)
         converted.edges.extend(_flow_edges(parsed, converted.owner))
     _attach_inputs(converted.edges)
-    events = [draft.freeze() for draft in converted.drafts]
-    events.sort(key=lambda e: (e.start, e.kind != "op", -e.end))
-    return Trace(events, _metadata(parsed, producer.name, converted))
+    drafts = sorted(converted.drafts, key=lambda d: (d.start, d.kind != "op", -d.end))
+    events = [  # nested as the Trace would nest them, so it has nothing left to redo
+        draft.freeze(depth, drafts[parent].event_name if parent >= 0 else None)
+        for draft, (depth, parent) in zip(drafts, nesting(drafts))
+    ]
+    return Trace(events, _metadata(parsed, producer.name, converted), nested=True)
 
 
 def load(path: str | Path) -> Trace:

@@ -42,20 +42,27 @@ class Draft:
     inputs: list[str] = field(default_factory=list)
     parent: Draft | None = None  # the op a shard belongs to
 
-    def freeze(self) -> TraceEvent:
+    @property
+    def event_name(self) -> str:
+        """The name its event gets (a shard's is its op's)."""
+        return self.parent.name if self.parent else self.name
+
+    def freeze(self, depth: int = 0, parent: str | None = None) -> TraceEvent:
         return TraceEvent(
-            name=self.parent.name if self.parent else self.name,
-            op_type=self.op_type,
-            scope=self.scope,
-            device=self.device,
-            kind=self.kind,
-            lane=self.lane,
-            start=self.start,
-            end=self.end,
-            flops=self.flops,
-            bytes=self.bytes,
-            shard=self.shard,
-            inputs=tuple(self.inputs),
+            self.event_name,
+            self.op_type,
+            self.scope,
+            self.device,
+            self.kind,
+            self.lane,
+            self.start,
+            self.end,
+            self.flops,
+            self.bytes,
+            self.shard,
+            tuple(self.inputs),
+            depth,
+            parent,
         )
 
 

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from typing import Any
 
@@ -72,7 +73,8 @@ def _is_scope(piece: Slice) -> bool:
     return piece.cat == "python_function" and piece.name.startswith(MODULE_PREFIX)
 
 
-def _scope(around: list[str]) -> str:
+@functools.lru_cache(maxsize=65536)
+def _scope(around: tuple[str, ...]) -> str:
     """record_function labels first (what the user named), then the module hierarchy:
     "net1/Branch_0/Linear_0" even when a module "TwoBranch_0" encloses the label."""
     labels = [name for name in around if not name.startswith(MODULE_PREFIX)]
@@ -116,7 +118,7 @@ def convert(document: Document) -> Converted:
             Draft(
                 name=piece.name,
                 op_type=piece.name if piece.cat in ("cpu_op", "") else piece.cat,
-                scope=_scope(scopes[piece.index]),
+                scope=_scope(tuple(scopes[piece.index])),
                 device=device,
                 kind="copy" if piece.cat == "gpu_memcpy" else "op",
                 lane=lane,

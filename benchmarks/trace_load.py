@@ -1,0 +1,91 @@
+"""How long a large trace takes to read, explain and draw: a PyTorch-profiler-shaped file of
+about 100 MB (nested aten:: ops under record_function ranges on two threads), plain and gzip.
+
+    python benchmarks/trace_load.py [--mb 100] [--repeats 3]
+
+Prints one row per step (median of the repeats, in seconds). Results: benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import parallelgraph as pg
+
+#: One step of a branch: (name, start, duration, children) in µs, nested as PyTorch writes it.
+TRANSPOSE = ("aten::t", 1, 5, [("aten::transpose", 2, 3, [])])
+ADDMM = ("aten::addmm", 7, 80, [("aten::expand", 8, 2, []), ("aten::copy_", 11, 20, [])])
+LAYER = ("aten::linear", 0, 90, [TRANSPOSE, ADDMM])
+
+
+def events_of(tid: int, scope: str, origin: float, layers: int) -> list[dict]:
+    out = [{"ph": "X", "cat": "user_annotation", "name": scope, "pid": 1, "tid": tid,
+            "ts": origin, "dur": layers * 100.0, "args": {"External id": 0}}]  # fmt: skip
+
+    def emit(node, base):
+        name, start, dur, children = node
+        out.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid,
+                    "ts": base + start, "dur": float(dur),
+                    "args": {"External id": len(out), "Record function id": 0}})  # fmt: skip
+        for child in children:
+            emit(child, base + start)
+
+    for layer in range(layers):
+        emit(LAYER, origin + layer * 100.0 + 1)
+    return out
+
+
+def write_trace(folder: Path, megabytes: float) -> tuple[Path, Path, int]:
+    layers = 1000
+    probe = json.dumps(events_of(1, "net1", 0.0, layers))
+    rounds = max(1, int(megabytes * 1e6 / (2 * len(probe))))
+    events = [{"ph": "M", "name": "thread_name", "pid": 1, "tid": t,
+               "args": {"name": f"thread {t} (python)"}} for t in (1, 2)]  # fmt: skip
+    for r in range(rounds):
+        origin = r * layers * 100.0
+        events += events_of(1, "net1", origin, layers) + events_of(2, "net2", origin, layers)
+    plain = folder / "big.pt.trace.json"
+    plain.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    packed = folder / "big.pt.trace.json.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=1))
+    return plain, packed, len(events)
+
+
+def timed(step, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=100.0, help="size of the plain JSON file")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        plain, packed, count = write_trace(Path(folder), args.mb)
+        size = plain.stat().st_size / 1e6
+        print(f"{count:,} events, {size:.0f} MB plain, {packed.stat().st_size / 1e6:.0f} MB gzip")
+        trace = pg.Trace.load(plain)
+        rows = [
+            ("load .json", timed(lambda: pg.Trace.load(plain).events, args.repeats)),
+            ("load .json.gz", timed(lambda: pg.Trace.load(packed).events, args.repeats)),
+            ("explain()", timed(lambda: str(trace.explain()), args.repeats)),
+            ("plot() + PNG", timed(lambda: trace.plot().savefig(Path(folder) / "t.png"), 1)),
+        ]
+    print(f"{'step':<16}{'median s':>10}")
+    for name, seconds in rows:
+        print(f"{name:<16}{seconds:>10.2f}")
+
+
+if __name__ == "__main__":
+    main()
