@@ -88,8 +88,17 @@ def make_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--seed", type=int, default=0)
     sweep.add_argument("--out", help="write results JSON here, plus .csv and heatmap .png beside")
 
-    explain = commands.add_parser("explain", help="did the scopes overlap, and if not, why?")
-    explain.add_argument("trace", help="Chrome trace JSON")
+    explain = commands.add_parser("explain", help="did the branches overlap, and if not, why?")
+    explain.add_argument(
+        "trace", help="trace file (.json or .json.gz; ours, TensorFlow, PyTorch, JAX, viztracer)"
+    )
+    explain.add_argument(
+        "--branch",
+        action="append",
+        default=[],
+        help="a branch to compare (repeat): a scope, lane:NAME or op:PATTERN "
+        "(default: the top-level scopes, else the threads)",
+    )
     return parser
 
 
@@ -303,7 +312,7 @@ def command_sweep(args: argparse.Namespace) -> int:
 def command_explain(args: argparse.Namespace) -> int:
     from .trace import Trace
 
-    print(Trace.load(args.trace).explain())
+    print(Trace.load(args.trace).explain(*args.branch))
     return 0
 
 
