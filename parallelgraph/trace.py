@@ -1,9 +1,10 @@
 """Traces: what ran where and when, as frozen event records, with the first analyses.
 
-Executors record raw tuples (kind, step, lane, start_ns, end_ns, shard) through a callback (a
-list's `append`): the only cost of tracing in the hot path is two clock reads and an append per
-event. `Trace.from_records` keeps them and turns them into frozen `TraceEvent` dataclasses the
-first time someone reads `trace.events`.
+Executors record raw tuples through a callback (a list's `append`): the only cost of tracing in
+the hot path is two clock reads and an append per event. What the tuples hold is named by
+`StepRecord` (kind, step, lane, start_ns, end_ns, shard) and `CopyRecord`.
+`Trace.from_records` keeps them and turns them into frozen `TraceEvent` dataclasses the first
+time someone reads `trace.events`.
 
 Lanes are named "<pool>/<worker>": "inter-op/0" is the thread that called `Session.run`,
 "inter-op/1".. are inter-op pool workers, "intra-op/0".. the intra-op helpers. An op's event sits
@@ -28,10 +29,10 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from . import intervals as intervals_module
-from .lanes import Lane, lane_of
+from .lanes import Lane, lane_of, parse_lane
 
 if TYPE_CHECKING:
     from .plan import Plan
@@ -69,47 +70,68 @@ class TraceEvent:
         return self.scope == scope or self.scope.startswith(scope + "/")
 
 
+class StepRecord(NamedTuple):
+    """What an executor appends when an op or one of its shards ran (a plain tuple in the hot
+    path: two clock reads and an append; named here, where it is read)."""
+
+    kind: str  # "op" | "shard"
+    step: int  # index into plan.steps
+    lane: str
+    start: int  # ns
+    end: int  # ns
+    shard: int | None
+
+
+class CopyRecord(NamedTuple):
+    """What an executor appends when a value was copied between host and device."""
+
+    kind: str  # "copy"
+    op_name: str  # the op whose value moved
+    lane: str  # "copy/h2d", "copy/d2h", "worker-1/transfer"
+    start: int
+    end: int
+    nbytes: int
+
+
+def _copy_event(record: CopyRecord) -> TraceEvent:
+    lane = parse_lane(record.lane)
+    device = "gpu:0" if lane.pool == "copy" else lane.pool
+    name = record.op_name
+    return TraceEvent(
+        name, "copy", name.rpartition("/")[0], device, "copy", record.lane, record.start,
+        record.end, 0, record.nbytes,
+    )  # fmt: skip
+
+
+def _step_event(plan: Plan, record: StepRecord) -> TraceEvent:
+    step = plan.steps[record.step]
+    op = step.op
+    sharded = record.kind == "shard"
+    share = len(step.shards) if sharded else 1
+    return TraceEvent(
+        name=op.name,
+        op_type=op.type,
+        scope=op.scope,
+        device=step.device,
+        kind=record.kind,
+        lane=record.lane,
+        start=record.start,
+        end=record.end,
+        flops=step.cost.flops // share,
+        bytes=step.cost.bytes // share,
+        shard=record.shard if sharded else None,
+        inputs=() if sharded else tuple(t.name for t in op.inputs),
+    )
+
+
 def _events_from_records(plan: Plan, records: list[tuple[Any, ...]]) -> tuple[TraceEvent, ...]:
-    events = []
-    for kind, step_index, lane, start, end, shard in records:
-        if kind == "copy":  # ("copy", value's op name, lane, start, end, bytes)
-            name, nbytes = step_index, shard
-            device = "gpu:0" if lane.startswith("copy/") else lane.split("/", 1)[0]
-            events.append(
-                TraceEvent(
-                    name,
-                    "copy",
-                    name.rpartition("/")[0],
-                    device,
-                    "copy",
-                    lane,
-                    start,
-                    end,
-                    0,
-                    nbytes,
-                )
-            )
-            continue
-        step = plan.steps[step_index]
-        op = step.op
-        sharded = kind == "shard"
-        share = len(step.shards) if sharded else 1
-        events.append(
-            TraceEvent(
-                name=op.name,
-                op_type=op.type,
-                scope=op.scope,
-                device=step.device,
-                kind=kind,
-                lane=lane,
-                start=start,
-                end=end,
-                flops=step.cost.flops // share,
-                bytes=step.cost.bytes // share,
-                shard=shard if sharded else None,
-                inputs=() if sharded else tuple(t.name for t in op.inputs),
-            )
-        )
+    """TraceEvents from an executor's `StepRecord` and `CopyRecord` tuples."""
+    events = [
+        _copy_event(CopyRecord._make(raw))
+        if raw[0] == "copy"
+        else _step_event(plan, StepRecord._make(raw))
+        for raw in records
+    ]
     events.sort(key=lambda e: (e.start, e.kind != "op"))
     return tuple(events)
 
