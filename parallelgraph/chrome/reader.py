@@ -80,6 +80,8 @@ def _flow_chains(points: Iterable[FlowPoint]) -> list[list[FlowPoint]]:
 
 
 def _flow_edges(document: Document, owner: dict[int, Draft]) -> list[tuple[Draft, Draft]]:
+    if not document.flows:
+        return []
     owned: dict[Thread, list[Slice]] = defaultdict(list)
     for piece in document.slices:
         if piece.index in owner:

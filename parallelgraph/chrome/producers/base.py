@@ -24,7 +24,7 @@ from ...trace import TraceEvent
 from ..document import Document, Slice, Thread
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Draft:
     """A TraceEvent under construction (names may still change, inputs still grow)."""
 

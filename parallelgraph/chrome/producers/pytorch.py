@@ -104,6 +104,10 @@ def convert(document: Document) -> Converted:
     cpu_threads = {piece.thread for piece in kept if piece.thread[0] not in gpu_pids}
     labels = thread_labels(document, cpu_threads)
     several = len({pid for pid, _ in cpu_threads}) > 1
+    lanes = {
+        thread: f"cpu:{thread[0]}/{label}" if several else f"cpu/{label}"
+        for thread, label in labels.items()
+    }
     launches: dict[Any, Draft] = {}
     on_gpu: list[tuple[Draft, Any]] = []
     for piece in kept:
@@ -112,19 +116,20 @@ def convert(document: Document) -> Converted:
             device = f"gpu:{piece.args.get('device', pid)}"
             lane = f"{device}/stream/{piece.args.get('stream', tid)}"
         else:
-            device = "cpu"
-            lane = f"cpu:{pid}/{labels[piece.thread]}" if several else f"cpu/{labels[piece.thread]}"
+            device, lane = "cpu", lanes[piece.thread]
+        cat = piece.cat
         draft = converted.add(
             Draft(
-                name=piece.name,
-                op_type=piece.name if piece.cat in ("cpu_op", "") else piece.cat,
-                scope=_scope(tuple(scopes[piece.index])),
-                device=device,
-                kind="copy" if piece.cat == "gpu_memcpy" else "op",
-                lane=lane,
-                start=piece.start,
-                end=piece.end,
-                bytes=integer(piece.args.get("bytes")),
+                piece.name,
+                piece.name if cat in ("cpu_op", "") else cat,
+                _scope(tuple(scopes[piece.index])),
+                device,
+                "copy" if cat == "gpu_memcpy" else "op",
+                lane,
+                piece.start,
+                piece.end,
+                0,
+                integer(piece.args.get("bytes")),
             ),
             piece,
         )
