@@ -101,11 +101,30 @@ def _new_figure(
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    _show_figures_in_notebooks(Figure)
     height = 1.3 + ROW_INCHES * max(rows, 2) + SUB_ROW_INCHES * sub_rows
+    if _widget_backend():  # %matplotlib widget: an ipympl canvas you can pan, zoom and hover
+        import matplotlib.pyplot as plt
+
+        figure = plt.figure(figsize=(width, height), layout=layout or timeline_layout())
+        canvas = figure.canvas
+        canvas.toolbar_position = "top"  # on the left it would cover the lane names
+        canvas.header_visible = False
+        return figure
+    _show_figures_in_notebooks(Figure)
     figure = Figure(figsize=(width, height), layout=layout or timeline_layout())
     FigureCanvasAgg(figure)
     return figure
+
+
+def _widget_backend() -> bool:
+    """Whether pyplot draws on ipympl widgets (`%matplotlib widget` / `ipympl`)."""
+    import sys
+
+    if "matplotlib.pyplot" not in sys.modules:  # nobody chose a backend: keep to Agg
+        return False
+    import matplotlib
+
+    return "ipympl" in matplotlib.get_backend() or matplotlib.get_backend() == "widget"
 
 
 def _show_figures_in_notebooks(figure_type: type) -> None:
@@ -123,9 +142,13 @@ def _show_figures_in_notebooks(figure_type: type) -> None:
     shell.display_formatter.formatters["image/png"].for_type(figure_type, _png_bytes)
 
 
-def _png_bytes(figure: Any) -> bytes:
+def _png_bytes(figure: Any) -> bytes | None:
+    """The PNG of a figure for IPython's display — none for a figure on an interactive
+    widget canvas, which shows itself."""
     import io
 
+    if type(figure.canvas).__module__.startswith("ipympl"):
+        return None
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
     return buffer.getvalue()
@@ -268,7 +291,132 @@ def gantt(
     if legend:
         _draw_legend(ax, colors, events, kinds, arrows)
     _fit_legend(ax.figure)
+    bars = _BarIndex.of(events, rows, window, lanes)
+    ax.parallelgraph_bars = bars  # what add_hover and the toolbar read
+    ax.format_coord = bars.format_coord
+    add_hover(ax)
     return ax.figure
+
+
+@dataclass
+class _BarIndex:
+    """Where each drawn bar is, to find the one under the mouse (hover, toolbar read-out)."""
+
+    events: list[TraceEvent]
+    left: Any  # ms, numpy arrays
+    right: Any
+    y: Any  # the middle of the bar's row
+    half: Any  # half the bar's height
+    lanes: list[str]
+    rows: _Rows
+    window: _Window
+
+    @classmethod
+    def of(cls, events: list[TraceEvent], rows: _Rows, window: _Window, lanes: list[str]) -> Any:
+        import numpy as np
+
+        shard = np.array([e.kind == "shard" for e in events], dtype=bool)
+        top = np.where(shard, SHARD_TOP, OP_TOP)
+        bottom = np.where(shard, SHARD_BOTTOM, OP_BOTTOM)
+        base = np.array([rows.y(e) for e in events], dtype=float)
+        return cls(
+            events,
+            np.array([window.ms(e.start) for e in events]),
+            np.array([window.ms(e.end) for e in events]),
+            base + (top + bottom) / 2,
+            (bottom - top) / 2,
+            lanes,
+            rows,
+            window,
+        )
+
+    def at(self, x: float, y: float, slack: float = 0.0) -> TraceEvent | None:
+        """The bar under (x ms, y row): the innermost (shards over ops, deeper over
+        shallower), `slack` ms of tolerance for hairline bars."""
+        import numpy as np
+
+        if not self.events:
+            return None
+        hit = (
+            (self.left - slack <= x) & (x <= self.right + slack) & (np.abs(self.y - y) <= self.half)
+        )
+        found = np.flatnonzero(hit)
+        if not len(found):
+            return None
+        best = min(found, key=lambda i: (self.right[i] - self.left[i], -self.events[i].depth))
+        return self.events[int(best)]
+
+    def lane_at(self, y: float) -> str:
+        for lane in self.lanes:
+            if self.rows.base[lane] - 0.5 <= y < self.rows.base[lane] + self.rows.depth[lane] - 0.5:
+                return lane
+        return ""
+
+    def format_coord(self, x: float, y: float) -> str:
+        """The toolbar's read-out: time and lane, and the op under the mouse."""
+        event = self.at(x, y)
+        where = f"t = {x:.3f} ms, lane {self.lane_at(y) or '-'}"
+        return f"{where}: {event.name} ({_duration_text(event.duration)})" if event else where
+
+
+def _duration_text(ns: int) -> str:
+    return f"{ns / 1e6:.3f} ms" if ns >= 1_000_000 else f"{ns / 1e3:.1f} us"
+
+
+def tooltip_text(event: TraceEvent, window_origin: int) -> str:
+    """What hovering a bar shows: name, scope, lane, start, duration, shapes, flops."""
+    name = event.name if event.shard is None else f"{event.name} [shard {event.shard}]"
+    lines = [
+        name,
+        f"scope {event.scope or '<root>'} · lane {event.lane}",
+        f"start {(event.start - window_origin) / 1e6:.3f} ms · {_duration_text(event.duration)}",
+    ]
+    if event.shapes:
+        lines.append(event.shapes)
+    if event.flops:
+        rate = event.flops / event.duration if event.duration else 0.0  # flop/ns = GFLOP/s
+        lines.append(f"{event.flops / 1e9:.3g} GFLOP at {rate:.3g} GFLOP/s")
+    return "\n".join(lines)
+
+
+def add_hover(ax: Axes) -> Any:
+    """Make hovering a bar of the timeline on `ax` show its tooltip (`tooltip_text`).
+
+    Works on any interactive canvas (ipympl under `%matplotlib widget`, Qt, Tk); on a static
+    one it costs nothing. Returns the tooltip (an Annotation, gid "hover-tooltip"). Drawn by
+    `gantt` on every timeline; call it again after redrawing by hand.
+    """
+    bars: _BarIndex | None = getattr(ax, "parallelgraph_bars", None)
+    if bars is None:
+        raise ValueError("add_hover: draw a timeline on these axes first (trace.plot(ax=ax))")
+    old = getattr(ax, "parallelgraph_tooltip", None)
+    if old is not None:
+        return old
+    tooltip = ax.annotate(
+        "", xy=(0, 0), xytext=(12, -12), textcoords="offset points", fontsize=8, va="top",
+        bbox={"boxstyle": "round,pad=0.4", "fc": "#fffff0", "ec": "#888888", "alpha": 0.95},
+        zorder=20, annotation_clip=False, visible=False,
+    )  # fmt: skip
+    tooltip.set_gid("hover-tooltip")
+
+    def on_move(mouse: Any) -> None:
+        event = None
+        if mouse.inaxes is ax and mouse.xdata is not None:
+            slack = 3.0 / max(_x_pixels_per_unit(ax), 1e-9)  # 3 px around hairlines
+            event = ax.parallelgraph_bars.at(mouse.xdata, mouse.ydata, slack)
+        if event is None:
+            if tooltip.get_visible():
+                tooltip.set_visible(False)
+                ax.figure.canvas.draw_idle()
+            return
+        tooltip.xy = (mouse.xdata, mouse.ydata)
+        tooltip.set_text(tooltip_text(event, ax.parallelgraph_bars.window.origin))
+        tooltip.set_visible(True)
+        ax.figure.canvas.draw_idle()
+
+    ax.figure.canvas.mpl_connect("motion_notify_event", on_move)
+    ax.parallelgraph_tooltip = tooltip
+    return tooltip
 
 
 def _fit_legend(figure: Figure) -> None:

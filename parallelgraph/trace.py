@@ -60,6 +60,7 @@ class TraceEvent:
     inputs: tuple[str, ...] = ()
     depth: int = 0
     parent: str | None = None
+    shapes: str = ""  # "(512, 1024) x (1024, 1024) -> (512, 1024) float32", or the profiler's
 
     @property
     def duration(self) -> int:
@@ -103,9 +104,17 @@ def _copy_event(record: CopyRecord) -> TraceEvent:
     )  # fmt: skip
 
 
-def _step_event(plan: Plan, record: StepRecord) -> TraceEvent:
+def shapes_text(op: Any) -> str:
+    """An op's input and output shapes, as the timeline's tooltip shows them."""
+    inputs = " x ".join(str(tensor.shape) for tensor in op.inputs)
+    return f"{inputs} -> {op.shape} {op.dtype.name}".strip()
+
+
+def _step_event(plan: Plan, record: StepRecord, shapes: dict[int, str]) -> TraceEvent:
     step = plan.steps[record.step]
     op = step.op
+    if record.step not in shapes:
+        shapes[record.step] = shapes_text(op)
     sharded = record.kind == "shard"
     share = len(step.shards) if sharded else 1
     return TraceEvent(
@@ -121,15 +130,17 @@ def _step_event(plan: Plan, record: StepRecord) -> TraceEvent:
         bytes=step.cost.bytes // share,
         shard=record.shard if sharded else None,
         inputs=() if sharded else tuple(t.name for t in op.inputs),
+        shapes=shapes[record.step],
     )
 
 
 def _events_from_records(plan: Plan, records: list[tuple[Any, ...]]) -> tuple[TraceEvent, ...]:
     """TraceEvents from an executor's `StepRecord` and `CopyRecord` tuples."""
+    shapes: dict[int, str] = {}  # per plan step, formatted once
     events = [
         _copy_event(CopyRecord._make(raw))
         if raw[0] == "copy"
-        else _step_event(plan, StepRecord._make(raw))
+        else _step_event(plan, StepRecord._make(raw), shapes)
         for raw in records
     ]
     events.sort(key=lambda e: (e.start, e.kind != "op"))

@@ -346,3 +346,47 @@ def test_compare_reports_the_overlap_of_two_branches_in_each_panel():
     pools = [f"lane:{lane}" for lane in fork.lanes if "PTThreadPool" in lane]
     figure = pg.plot.compare([fork], labels=["fork"], branches=tuple(pools))
     assert "overlap lane:cpu/PTThreadPool" in figure.axes[0].get_title(loc="left")
+
+
+def test_hovering_a_bar_shows_its_name_shapes_and_duration():
+    """The tooltip ipympl shows: the same handler, fed a mouse event on an Agg canvas."""
+    from matplotlib.backend_bases import MouseEvent
+
+    import parallelgraph.presets as presets
+
+    preset = presets.two_networks("tiny")
+    with pg.Session(preset.graph, pg.Config(inter_op_threads=1)) as session:
+        _, trace = session.run(preset.fetch, trace=True)
+    figure = trace.plot()
+    figure.canvas.draw()
+    ax = figure.axes[0]
+    tooltip = child(ax, "hover-tooltip")
+    matmul = next(e for e in trace.ops() if e.op_type == "matmul")
+    bars = ax.parallelgraph_bars
+    x = (bars.window.ms(matmul.start) + bars.window.ms(matmul.end)) / 2
+    y = ax.parallelgraph_bars.rows.y(matmul)
+    px, py = ax.transData.transform((x, y))
+    figure.canvas.callbacks.process(
+        "motion_notify_event", MouseEvent("motion_notify_event", figure.canvas, px, py)
+    )
+    assert tooltip.get_visible()
+    text = tooltip.get_text()
+    assert text.startswith(matmul.name) and "(8, 16) x (16, 16) -> (8, 16) float32" in text
+    assert f"lane {matmul.lane}" in text and "GFLOP" in text
+    assert matmul.name in ax.format_coord(x, y)
+    # off the bars: the tooltip goes away
+    px, py = ax.transData.transform((x, len(trace.lanes) + 5))
+    figure.canvas.callbacks.process(
+        "motion_notify_event", MouseEvent("motion_notify_event", figure.canvas, px, py)
+    )
+    assert not tooltip.get_visible()
+
+
+def test_shapes_are_recorded_and_survive_save_and_load(tmp_path):
+    import parallelgraph.presets as presets
+
+    preset = presets.two_networks("tiny")
+    with pg.Session(preset.graph) as session:
+        _, trace = session.run(preset.fetch, trace=True)
+    assert all(e.shapes.endswith("float32") for e in trace.ops())
+    assert pg.Trace.load(trace.save(tmp_path / "t.json")).events == trace.events

@@ -179,6 +179,8 @@ def _complete_event(event: TraceEvent, thread: tuple[int, int], origin: int) -> 
         args["shard"] = event.shard
     if event.inputs:
         args["inputs"] = list(event.inputs)
+    if event.shapes:
+        args["shapes"] = event.shapes
     ts, dur = _span(event.start, event.end, origin)
     return {
         "name": event.name if event.shard is None else f"{event.name}[{event.shard}]",

@@ -41,6 +41,7 @@ class Draft:
     shard: int | None = None
     inputs: list[str] = field(default_factory=list)
     parent: Draft | None = None  # the op a shard belongs to
+    shapes: str = ""
 
     @property
     def event_name(self) -> str:
@@ -63,6 +64,7 @@ class Draft:
             tuple(self.inputs),
             depth,
             parent,
+            self.shapes,
         )
 
 

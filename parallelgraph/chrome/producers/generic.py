@@ -74,6 +74,7 @@ def convert(document: Document) -> Converted:
                 bytes=integer(args.get("bytes")),
                 shard=shard if kind == "shard" else None,
                 inputs=[str(x) for x in inputs] if isinstance(inputs, list) else [],
+                shapes=str(args.get("shapes", "")),
             ),
             piece,
         )

@@ -84,6 +84,13 @@ def _scope(around: tuple[str, ...]) -> str:
     return "/".join(labels + modules)
 
 
+def _shapes(dims: Any) -> str:
+    """`record_shapes=True`'s "Input Dims" ([[256, 512], [512], []]) as "(256, 512) x (512,)"."""
+    if not isinstance(dims, list):
+        return ""
+    return " x ".join(str(tuple(d)) for d in dims if isinstance(d, list) and d)
+
+
 def convert(document: Document) -> Converted:
     converted = Converted()
     gpu_pids = {piece.thread[0] for piece in document.slices if piece.cat in GPU}
@@ -130,6 +137,7 @@ def convert(document: Document) -> Converted:
                 piece.end,
                 0,
                 integer(piece.args.get("bytes")),
+                shapes=_shapes(piece.args.get("Input Dims")),
             ),
             piece,
         )
