@@ -68,8 +68,10 @@ ALL_BUSY = 0.8
 DEPENDENCY_SHARE = 0.5
 #: A run in which things computed at once less than this share of the time did one at a time.
 ONE_AT_A_TIME = 0.02
-#: At most this many pairs are listed.
-MAX_PAIRS = 12
+#: At most this many pairs are examined (the largest branches first) ...
+MAX_PAIRS = 120
+#: ... and this many are written out, the ones that matter most first; the rest are counted.
+LISTED_PAIRS = 4
 
 
 class Cause(str, enum.Enum):
@@ -134,9 +136,20 @@ class Explanation:
     possible: Workers | None = None
 
     def lines(self) -> list[str]:
-        out = [line for pair in self.pairs for line in _pair_lines(pair)]
-        if self.omitted_pairs:
-            out.append(f"({self.omitted_pairs} more pairs not listed)")
+        out = [line for pair in self.pairs[:LISTED_PAIRS] for line in _pair_lines(pair)]
+        rest = self.pairs[LISTED_PAIRS:]
+        if rest or self.omitted_pairs:
+            parallel = sum(pair.overlapped for pair in rest)
+            out.append(
+                f"({len(rest) + self.omitted_pairs} more pairs: {parallel} ran in parallel, "
+                f"{len(rest) - parallel} did not"
+                + (
+                    f", {self.omitted_pairs} of the smallest branches not examined"
+                    if self.omitted_pairs
+                    else ""
+                )
+                + "; report.pairs has every one examined)"
+            )
         if not self.pairs:
             out.append("Only one top-level scope ran: there is no pair to compare.")
         out.extend(self.notes)
@@ -213,9 +226,11 @@ def explain(trace: Trace, *branches: str) -> Explanation:
     if "cores" in trace.metadata:
         config["cores"] = trace.metadata["cores"]
     chosen = [select(trace, b) for b in branches] if branches else default_branches(trace)
-    pairs_all = list(itertools.combinations(chosen, 2))
+    pairs_all = sorted(  # the pairs of the largest branches first: they matter most
+        itertools.combinations(chosen, 2), key=lambda pair: -min(b.busy_ns for b in pair)
+    )
     context = _Context(trace, config, _knobs(trace))
-    pairs = tuple(_pair_report(context, a, b) for a, b in pairs_all[:MAX_PAIRS])
+    pairs = _ranked(_pair_report(context, a, b) for a, b in pairs_all[:MAX_PAIRS])
     work = analysis.total_work(trace)
     used = max(1, len(analysis.compute_lanes(trace)))
     path = analysis.critical_path(trace)
@@ -242,6 +257,13 @@ def explain(trace: Trace, *branches: str) -> Explanation:
         source=trace.source,
         possible=possible,
     )
+
+
+def _ranked(reports: Iterable[PairReport]) -> tuple[PairReport, ...]:
+    """Pairs that did not overlap first (they are what the report is for), then the rest, each
+    group in the order given (largest branches first)."""
+    reports = list(reports)
+    return tuple(sorted(reports, key=lambda pair: pair.overlapped))
 
 
 def possible_workers(trace: Trace, config: dict[str, Any], used: int) -> Workers:
