@@ -17,6 +17,7 @@ MODULES = [
     "parallelgraph.ops.sources",
     "parallelgraph.session",
     "parallelgraph.plot",
+    "parallelgraph.lanes",
 ]
 
 
