@@ -84,7 +84,7 @@ def test_every_read_error_names_the_file_and_says_what_is_wrong(tmp_path, name, 
 
 
 def test_a_missing_file_says_so(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no such file"):
+    with pytest.raises(FileNotFoundError, match="No such file"):
         pg.Trace.load(tmp_path / "nope.json")
 
 

@@ -30,7 +30,7 @@ TRACE_SUFFIXES = (".json", ".json.gz")
 def trace_file(path: Path) -> Path:
     """`path` itself, or the one trace file inside the folder `path`."""
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file or folder")
+        raise FileNotFoundError(f"{path}: No such file or folder")
     if not path.is_dir():
         return path
     found = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(TRACE_SUFFIXES))
