@@ -60,11 +60,13 @@ def simulate(*args: object, **kwargs: object) -> object:
     return replay(*args, **kwargs)
 
 
-def dashboard(**options: object) -> object:
-    """The ipywidgets dashboard (`pg.widgets.Dashboard(**options)`): knobs, Run, Gantt, table."""
+def dashboard(*source: object, **options: object) -> object:
+    """The ipywidgets dashboard for your graph: `pg.dashboard(build, batch=(8, 2048), ...)`
+    (parameters become controls as in `interact`), `pg.dashboard(graph, fetches)`, or
+    `pg.dashboard(preset="wide")`; see `parallelgraph.widgets`."""
     from .widgets import Dashboard
 
-    return Dashboard(**options)
+    return Dashboard(*source, **options)
 
 
 def __getattr__(name: str) -> object:

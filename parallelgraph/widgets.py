@@ -1,76 +1,86 @@
-"""An ipywidgets dashboard: pick a graph and the thread knobs, run, see the timeline and why.
+"""An ipywidgets dashboard for your own graph: controls, runs you can stop, the timeline and why.
 
-    dash = pg.dashboard(preset="two-networks", batch=64, hidden=256, inter_op_threads=2)
-    dash.run()      # or click Run
-    dash            # the last expression of a cell shows it
+    def build(batch=64, hidden=512, dtype="float32"):      # builds into a fresh pg.Graph
+        with pg.scope("net1"): ...
+        return out                                         # what to fetch
+
+    dash = pg.dashboard(build, batch=(8, 2048), hidden=[256, 512, 1024], dtype=["float32"])
+    dash                      # the last expression of a cell shows it; press Run
+    dash.run(); dash.wait()   # the same from code (tests, scripts)
 
 The design is ipywidgets' `interact_manual` pattern, in three layers:
 
-1. **Controls** — the preset graph (two-networks, wide, chain, random DAG), its sizes (batch,
-   hidden width), dtype, device, executor, inter-op and intra-op threads, CUDA streams and stream
-   policy, repeats. `Dashboard.settings()` reads them into a frozen `Settings` value.
-2. **A pure function of the settings** — `run(settings) -> Result` builds the graph, opens a
-   Session, runs it `repeats` times traced and closes it; `Result` holds the measurement (every
-   repeat's trace), the median trace, and what the summary table shows. `Runner` is the same
-   function with a memory: it keeps the graph and the session of the last settings and rebuilds
-   only what a change requires (below), which is what makes a rerun after a slider change fast.
-   Nothing in these two layers imports ipywidgets: scripts and tests use them directly.
-3. **An output area** — a status line with a progress bar, a message line (errors, warnings such
-   as soft placement), the Gantt chart as a PNG in an `Image` widget, the summary table (median
-   makespan with its IQR, speed-up against a pinned baseline, overlap of the first two scopes,
-   utilization, the critical-path bound) and the `explain()` report.
+1. **Controls.** The parameters of `build` become widgets by the abbreviations `interact` uses
+   (its own `widget_from_abbrev`: a (min, max) tuple is a slider, a list a dropdown, a bool a
+   checkbox, a widget itself; the signature's default is the starting value). The run knobs
+   (device, executor, inter-op and intra-op threads, CUDA streams and policy, repeats) are
+   always there. `dash.controls[name]` is the widget of a parameter or knob. `pg.dashboard(graph,
+   fetches)` takes a graph already built (knobs only). The built-in graphs are one more build
+   function, `preset_graph(preset, batch, hidden, dtype)`: `pg.dashboard(preset="wide")`.
+2. **A pure function of the settings.** `Settings` (the graph source, its parameters, the
+   `Knobs`) is a frozen value; `Runner.run(settings) -> Result` builds the graph, opens a
+   Session, runs it through `parallelgraph.measure` (the one measured-run loop) and keeps the
+   graph and session for the next call, rebuilding only what a change requires:
+   - a parameter or the device changed: a new graph (the build function runs in a fresh
+     `pg.Graph` under `pg.device(...)`), hence a new session;
+   - executor, threads, streams or stream policy changed: a new session on the same graph; the
+     old session is closed (its pools joined) *before* the new one starts its own, so a dashboard
+     never holds more than one session's threads;
+   - repeats, pins or "rerun on change": nothing.
+   A new session's first traced run comes after an untimed warm-up (compilation, first touch of
+   memory, plans) unless `warmup=False`; the status says how long the warm-up took, which is the
+   honest answer to "why was my first run slow". Nothing in this layer imports ipywidgets.
+3. **An output area.** A status line (`dash.status`: what ran, how it ended), a progress bar,
+   a message line (errors with their traceback folded, stops, soft placement), the timeline,
+   the summary table and `explain()`.
 
-Reruns. Heavy work happens only on the Run button or when a control is *released*: sliders have
-`continuous_update=False`, so dragging sends one change, not one per tick. Changes rerun by
+Runs in the background. `dash.run()` (the Run button) starts a run in a thread and returns: the
+kernel stays free, so the **Stop** button works (`dash.stop()`); a change made during a run is
+run after it. `dash.wait(timeout)` blocks until the run ends; a kernel interrupt arriving while
+a cell waits (a *foreground* run) stops the run the same way. Stop ends the run between ops
+(`measure.StopSignal`: as fast as the longest op) and keeps the traced runs measured so far.
+Every ending — done, stopped, interrupted, failed — leaves a true status line, a message, the
+Run and Pin buttons enabled and Stop disabled; a failure keeps the previous timeline and says so.
+Interrupting an idle kernel does not reach a background run (ipykernel ignores SIGINT when idle):
+that is what Stop is for.
+
+Results remember what they ran: the build function and its parameters, the graph's size, the
+knobs. **Pin** keeps the current result (up to `MAX_PINNED`, oldest dropped); the table shows a
+column per pinned run, and a speed-up only against pins of the same graph and parameters — a
+pin of another graph says so and shows its own absolute time. The timeline draws the pins of the
+same graph above the current run, on one time axis.
+
+The timeline is interactive where the front end allows it: under a Jupyter kernel with ipympl
+installed, the figure gets an ipympl canvas (pan, zoom, and the hover tooltip `plot.gantt`
+attaches); elsewhere (scripts, tests, no ipympl) it is a PNG in one `Image` widget whose bytes
+are replaced, so the page never jumps. `timeline="png"` or `"interactive"` chooses explicitly.
+
+Reruns. Sliders have `continuous_update=False` (a drag sends one change). Changes rerun by
 themselves only after the first run and while "rerun on change" is ticked; a change that leaves
-the settings equal to the last run's (a queued duplicate) does not rerun. While a run is going
-the Run button is disabled and the progress bar counts the runs (at most four updates a second:
-each update makes the browser redraw, which on a 2-core machine competes with the measurement).
+the settings equal to the last run's does not rerun. Progress updates at most four times a
+second (each makes the browser redraw, which competes with the measurement on 2 cores).
 
-No flicker. The usual recipe is an `Output` widget with `clear_output(wait=True)` before
-displaying the new figure: the old output stays until the new one arrives. We go one step further
-and keep one `Image` widget whose PNG bytes are replaced: the browser swaps the picture inside the
-same element, nothing is removed, the page never jumps; the state lives in the kernel-side model,
-so tests can read it and it survives re-rendering the cell.
-
-Errors. Every exception of a run is caught and shown in the message line with its traceback (in a
-collapsed `<details>`); the previous timeline and table stay, the status says they are stale, and
-the next run works as usual. Bad options given to the constructor raise at once instead.
-
-Rebuild rules (`Runner.prepare`):
-- a change of preset, batch, hidden, dtype or device builds a new graph, hence a new session;
-- a change of executor, inter-op or intra-op threads, streams or stream policy builds a new session
-  on the same graph;
-- repeats, pinning a baseline or "rerun on change" rebuild nothing.
-A new session's first run is an untimed warm-up (plans, first-touch of memory, GPU copies).
-
-The pool-closing rule: the old session is closed — its inter-op and intra-op threads joined —
-*before* the new one starts its own, so a dashboard never holds more than one session's threads
-and `threading.active_count()` returns to its starting value after any number of rebuilds and
-`close()`. `Dashboard.close()` closes the session and every widget.
-
-Thread safety. ipywidgets calls the handlers on the kernel's main thread, one message at a time,
-so runs never overlap; a run blocks the kernel while it goes (clicks arriving meanwhile are
-handled after it). `Session.run` itself is thread-safe, but the Dashboard and Runner are not:
-drive them from one thread. `run` records warnings with `warnings.catch_warnings`, which is
-process-global state, another reason to keep to one thread.
+Thread safety. Handlers run on the kernel's main thread; a run's work and its widget updates run
+in the run's thread, one run at a time (a `threading.Lock` guards the busy/pending state).
+`stop()` may be called from any thread. Drive the other methods from one thread.
 """
 
 from __future__ import annotations
 
 import html
+import inspect
 import io
+import threading
 import time
 import traceback
-import warnings
-from collections.abc import Callable
-from dataclasses import dataclass, fields
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
 
 from .config import EXECUTORS, STREAM_POLICIES, Config
 from .dtypes import FLOAT_DTYPES
-from .graph import Tensor
-from .measure import Measurement
+from .graph import Graph, Tensor
+from .measure import Measurement, Progress, StopSignal, measure_interleaved
 from .presets import PRESETS, Preset, build_preset
 from .session import Session
 from .trace import Trace
@@ -81,25 +91,22 @@ DEVICES = ("cpu", "gpu:0")
 MAX_THREADS = 8
 MAX_STREAMS = 8
 MAX_REPEATS = 50
+MAX_PINNED = 4
 PNG_DPI = 100
 PROGRESS_EVERY_S = 0.25
 
-Progress = Callable[[int, int], None]
+Ending = Literal["done", "stopped", "interrupted", "failed"]
 
 
-# -- settings -------------------------------------------------------------------------------
+# -- the knobs ------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Settings:
-    """Everything one dashboard run depends on; a frozen value, compared to decide rebuilds.
+class Knobs:
+    """The run knobs: where and how the graph runs, and how often.
 
-    >>> Settings(inter_op_threads=1).config().inter_op_threads
+    >>> Knobs(inter_op_threads=1).config().inter_op_threads
     1
     """
 
-    preset: str = "two-networks"
-    batch: int = 64
-    hidden: int = 256
-    dtype: str = "float32"
     device: str = "cpu"
     executor: str = "threads"
     inter_op_threads: int = 2
@@ -109,29 +116,13 @@ class Settings:
     repeats: int = 5
 
     def __post_init__(self) -> None:
-        choices = {
-            "preset": PRESETS,
-            "dtype": tuple(FLOAT_DTYPES),
-            "device": DEVICES,
-            "executor": EXECUTORS,
-            "stream_policy": STREAM_POLICIES,
-        }
+        choices = {"device": DEVICES, "executor": EXECUTORS, "stream_policy": STREAM_POLICIES}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        for name in ("batch", "hidden", "repeats"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) or self.repeats < 1:
+            raise ValueError(f"repeats must be an int >= 1, got {self.repeats!r}")
         self.config()  # Config checks the thread and stream counts
-
-    def graph_key(self) -> tuple[Any, ...]:
-        """What the graph depends on: a change rebuilds the graph (and the session)."""
-        return (self.preset, self.batch, self.hidden, self.dtype, self.device)
-
-    def session_key(self) -> tuple[Any, ...]:
-        """What the session depends on: a change rebuilds the session (closing the old one)."""
-        return (*self.graph_key(), *sorted(self.config().as_dict().items()))
 
     def config(self) -> Config:
         return Config(
@@ -143,38 +134,211 @@ class Settings:
         )
 
     def label(self) -> str:
-        """A short line naming the run: graph, sizes, placement, executor and knobs."""
-        return (
-            f"{self.preset} {self.batch}x{self.hidden} {self.dtype} on {self.device}, "
-            f"{self.executor}: {_knobs(self)}"
-        )
+        """The thread (and stream) settings in a few words."""
+        if self.executor == "sequential":
+            return "one thread (reference)"
+        text = f"inter {self.inter_op_threads}, intra {self.intra_op_threads}"
+        if self.device != "cpu":
+            text += f", {self.streams} stream(s) {self.stream_policy}"
+        return text
 
 
-# -- graphs ---------------------------------------------------------------------------------
-def build_graph(settings: Settings) -> Preset:
-    """The preset's graph with the dashboard's sizes: `batch` rows, `hidden` wide.
+KNOB_NAMES = tuple(f.name for f in fields(Knobs))
 
-    `parallelgraph.presets` with explicit dimensions (its named sizes are points on these
-    sliders: two-networks "small" is batch 64, hidden 256; wide/chain/random "small" is 64,
-    128). Ops go on `settings.device` (a GPU without a GPU: soft placement runs them on the CPU).
+
+# -- the graph ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Built:
+    """A built graph: what to fetch, its top-level scopes (the first two are compared for
+    overlap; none for graphs without independent parts) and its size in words."""
+
+    graph: Graph
+    fetch: Any
+    scopes: tuple[str, ...]
+    description: str
+
+
+class GraphSource:
+    """What makes the graph: a build function (called with the parameters in a fresh
+    `pg.Graph` under `pg.device(...)`) or a graph already built with its fetches.
+
+    Two sources are the same graph only if they are the same function or the same Graph object:
+    a result is compared with a pinned one only then (and with equal parameters).
     """
-    batch, hidden = settings.batch, settings.hidden
-    size = (batch, hidden, hidden, batch) if settings.preset == "two-networks" else (batch, hidden)
-    device_name = None if settings.device == "cpu" else settings.device
-    return build_preset(settings.preset, size, settings.dtype, device_name)
+
+    def __init__(
+        self,
+        build: Callable[..., Any] | None = None,
+        graph: Graph | None = None,
+        fetches: Any = None,
+    ):
+        if (build is None) == (graph is None):
+            raise TypeError("give a build function or a built graph, not both")
+        self.build, self.graph, self.fetches = build, graph, fetches
+        self.name = getattr(build, "__name__", "build") if build else f"graph {graph.name!r}"
+
+    def _identity(self) -> object:
+        return self.build if self.build is not None else self.graph
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GraphSource) and self._identity() is other._identity()
+
+    def __hash__(self) -> int:
+        return id(self._identity())
+
+    def __repr__(self) -> str:
+        return f"<GraphSource {self.name}>"
+
+    def make(self, params: Mapping[str, Any], device: str) -> Built:
+        """Build (or take) the graph for `params`, its ops placed on `device`."""
+        from .graph import device as device_scope
+
+        if self.graph is not None:
+            return _built(self.graph, self.fetches)
+        with Graph(self.name).as_default(), device_scope(None if device == "cpu" else device):
+            output = self.build(**params)
+        if isinstance(output, Preset):  # it built its own graph
+            return Built(output.graph, output.fetch, output.scopes, output.description)
+        return _built(None, output)  # into the fresh graph, or one of its own
+
+
+def _built(graph: Graph | None, fetches: Any) -> Built:
+    """A Built for `fetches`: tensors of one graph (of `graph`, when given)."""
+    tensors = _tensors(fetches)
+    if not tensors:
+        raise TypeError(
+            f"nothing to fetch in {fetches!r}: a build function returns what to fetch (a Tensor, "
+            "or a list, tuple or dict of them)"
+        )
+    graphs = {id(t.graph): t.graph for t in tensors}
+    if len(graphs) > 1 or (graph is not None and id(graph) not in graphs):
+        raise ValueError("the fetches must be tensors of the one graph the dashboard runs")
+    graph = tensors[0].graph
+    scopes = tuple(dict.fromkeys(op.scope.split("/", 1)[0] for op in graph.ops if op.scope))
+    return Built(graph, fetches, scopes, f"{len(graph.ops)} ops")
+
+
+def _tensors(fetches: Any) -> list[Tensor]:
+    if isinstance(fetches, Tensor):
+        return [fetches]
+    if isinstance(fetches, Mapping):
+        fetches = list(fetches.values())
+    if isinstance(fetches, (list, tuple)):
+        return [t for item in fetches for t in _tensors(item)]
+    return []
+
+
+def preset_graph(
+    preset: str = "two-networks", batch: int = 64, hidden: int = 256, dtype: str = "float32"
+) -> Preset:
+    """The built-in graphs as one build function (`parallelgraph.presets` at explicit sizes:
+    two-networks "small" is batch 64, hidden 256; wide/chain/random "small" is 64, 128).
+
+    Ops go on the device of the surrounding `pg.device(...)` block, as any build function's.
+    """
+    size = (batch, hidden, hidden, batch) if preset == "two-networks" else (batch, hidden)
+    return build_preset(preset, size, dtype, _current_device())
+
+
+def _current_device() -> str | None:
+    """The device of the innermost `pg.device` block of this thread (None: the default)."""
+    from .graph import _context
+
+    devices = _context().devices
+    return devices[-1] if devices and devices[-1] != "cpu:0" else None
+
+
+def _preset_controls() -> dict[str, Any]:
+    """The built-in graphs' controls: sizes on a power-of-two scale, as before."""
+    import ipywidgets as w
+
+    return {
+        "preset": list(PRESETS),
+        "batch": w.SelectionSlider(options=BATCHES, value=64),
+        "hidden": w.SelectionSlider(options=HIDDENS, value=256),
+        "dtype": list(FLOAT_DTYPES),
+    }
+
+
+# -- settings -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Settings:
+    """Everything one run depends on: the graph source, its parameters, the knobs.
+
+    Frozen and compared to decide rebuilds (`graph_key`, `session_key`) and comparisons
+    (`same_graph`).
+    """
+
+    source: GraphSource
+    params: tuple[tuple[str, Any], ...] = ()
+    knobs: Knobs = field(default_factory=Knobs)
+
+    @classmethod
+    def of(cls, source: GraphSource, params: Mapping[str, Any], knobs: Knobs) -> Settings:
+        return cls(source, tuple(params.items()), knobs)
+
+    @property
+    def params_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    def graph_key(self) -> tuple[Any, ...]:
+        """What the graph depends on: a change rebuilds the graph (and the session)."""
+        return (self.source, self.params, self.knobs.device)
+
+    def session_key(self) -> tuple[Any, ...]:
+        """What the session depends on: a change rebuilds the session (closing the old one)."""
+        return (*self.graph_key(), *sorted(self.knobs.config().as_dict().items()))
+
+    def same_graph(self, other: Settings) -> bool:
+        """Same build function (or graph) and parameters: runs that may be compared."""
+        return (self.source, self.params) == (other.source, other.params)
+
+    def graph_label(self) -> str:
+        """`build(batch=64, hidden=512)`, or `graph 'g'`."""
+        if self.source.build is None:
+            return self.source.name
+        arguments = ", ".join(f"{name}={value!r}" for name, value in self.params)
+        return f"{self.source.name}({arguments})"
+
+    def label(self) -> str:
+        """A short line naming the run: graph and parameters, placement, executor, knobs."""
+        k = self.knobs
+        return f"{self.graph_label()} on {k.device}, {k.executor}: {k.label()}"
 
 
 # -- running --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Result:
-    """One dashboard run: the settings, the graph, every repeat's trace, and the warnings."""
+    """One run: its settings, the graph, every traced repeat, and how the run ended."""
 
     settings: Settings
-    preset: Preset
+    built: Built
     measurement: Measurement
-    warnings: tuple[str, ...] = ()
     seconds: float = 0.0  # wall time of the whole run, rebuilds and warm-up included
     rebuilt: str = ""  # "graph", "session" or "" (same session as the previous run)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The build function's parameters of this run."""
+        return self.settings.params_dict
+
+    @property
+    def knobs(self) -> Knobs:
+        return self.settings.knobs
+
+    @property
+    def ending(self) -> str:
+        """ "done", "stopped" or "interrupted" (a failed run makes no Result)."""
+        return self.measurement.ending
+
+    @property
+    def runs(self) -> int:
+        """Traced runs measured (fewer than `repeats` if the run was stopped)."""
+        return len(self.measurement.traces)
+
+    @property
+    def warmup_s(self) -> float:
+        return sum(self.measurement.warmup_ms) / 1e3
 
     @property
     def trace(self) -> Trace:
@@ -187,7 +351,7 @@ class Result:
 
     def overlap(self) -> float | None:
         """Median overlap of the graph's first two scopes (None for graphs without a pair)."""
-        scopes = self.preset.scopes
+        scopes = self.built.scopes
         return self.measurement.median_overlap(*scopes[:2]) if len(scopes) >= 2 else None
 
     def utilization(self) -> float:
@@ -199,46 +363,40 @@ class Result:
         """max(work / lanes, critical path) of the median trace: no schedule beats it."""
         return self.trace.lower_bound() * 1e3
 
+    def size_text(self) -> str:
+        """The graph's size: ops and the flops of one run."""
+        gflop = sum(e.flops for e in self.trace.ops()) / 1e9
+        return f"{self.built.description}, {gflop:.3g} GFLOP per run"
 
-def measure_runs(
-    session: Session, fetch: Tensor, repeats: int, warmup: int, progress: Progress | None = None
-) -> Measurement:
-    """`parallelgraph.measure.measure`, reporting `progress(done, total)` after every run."""
-    total, done = warmup + repeats, 0
-    for _ in range(warmup):
-        session.run(fetch)
-        done += 1
-        if progress:
-            progress(done, total)
-    traces, walls = [], []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        _, trace = session.run(fetch, trace=True)
-        walls.append((time.perf_counter() - start) * 1e3)
-        traces.append(trace)
-        done += 1
-        if progress:
-            progress(done, total)
-    return Measurement(tuple(traces), tuple(walls))
+    def notes(self) -> tuple[str, ...]:
+        """The plan's notes worth a user's attention (soft placement), read off the trace."""
+        notes = self.trace.metadata.get("notes", []) if self.runs else []
+        moved = [note for note in notes if "soft placement" in note]
+        if not moved:
+            return ()
+        return (
+            f"soft placement: {len(moved)} op(s) placed on a device this session cannot use "
+            f"ran on cpu:0 (first: {moved[0]})",
+        )
 
 
 class Runner:
     """The graph and session of the last settings; rebuilds only what a change requires.
 
-    `run(settings)` is `parallelgraph.widgets.run` with a memory (see the module docstring for
-    the rebuild and pool-closing rules). Not thread-safe: one caller at a time.
+    See the module docstring for the rebuild and pool-closing rules. Not thread-safe: one
+    caller at a time.
 
-    >>> with Runner() as runner:                                    # doctest: +SKIP
-    ...     first = runner.run(Settings(inter_op_threads=1))
-    ...     second = runner.run(Settings(inter_op_threads=2))       # new session, same graph
+    >>> with Runner() as runner:                                            # doctest: +SKIP
+    ...     first = runner.run(Settings.of(source, {"batch": 8}, Knobs(inter_op_threads=1)))
     """
 
-    def __init__(self) -> None:
-        self.preset: Preset | None = None
+    def __init__(self, warmup: bool = True) -> None:
+        self.warmup = warmup
+        self.built: Built | None = None
         self.session: Session | None = None
         self._graph_key: tuple[Any, ...] | None = None
         self._session_key: tuple[Any, ...] | None = None
-        self._session_warnings: tuple[str, ...] = ()
+        self._warm = False  # has this session run once?
         self.graph_builds = 0
         self.session_builds = 0
 
@@ -248,43 +406,46 @@ class Runner:
         rebuilt = ""
         if settings.graph_key() != self._graph_key:
             self.close()  # the session belongs to the old graph
-            self.preset = build_graph(settings)
+            self.built = settings.source.make(settings.params_dict, settings.knobs.device)
             self._graph_key = settings.graph_key()
             self.graph_builds += 1
             rebuilt = "graph"
         if settings.session_key() != self._session_key:
             self._close_session()  # join the old pools before starting new ones
-            assert self.preset is not None
-            self.session = Session(self.preset.graph, settings.config())
+            assert self.built is not None
+            self.session = Session(self.built.graph, settings.knobs.config())
             self._session_key = settings.session_key()
+            self._warm = False
             self.session_builds += 1
             rebuilt = rebuilt or "session"
         return rebuilt
 
-    def run(self, settings: Settings, progress: Progress | None = None) -> Result:
-        """Rebuild what changed, warm a new session up once, then run `repeats` times traced."""
+    def run(
+        self,
+        settings: Settings,
+        progress: Progress | None = None,
+        stop: StopSignal | None = None,
+    ) -> Result:
+        """Rebuild what changed, warm a new session up once, then run `repeats` times traced.
+
+        A stop or an interrupt ends the measurement early (`Result.ending`); the runs measured
+        so far are kept. Errors propagate.
+        """
         start = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            rebuilt = self.prepare(settings)
-            assert self.session is not None and self.preset is not None
-            warmup = 1 if rebuilt else 0
-            measurement = measure_runs(
-                self.session, self.preset.fetch, settings.repeats, warmup, progress
-            )
-        if rebuilt:  # a session warns once (soft placement): keep saying it while it lives
-            self._session_warnings = ()
-        self._session_warnings += tuple(
-            dict.fromkeys(str(w.message) for w in caught if str(w.message))
-        )
-        return Result(
-            settings,
-            self.preset,
-            measurement,
-            self._session_warnings,
-            time.perf_counter() - start,
-            rebuilt,
-        )
+        rebuilt = self.prepare(settings)
+        assert self.session is not None and self.built is not None
+        warmup = 1 if self.warmup and not self._warm else 0
+        measured = measure_interleaved(
+            {"": self.session},
+            self.built.fetch,
+            settings.knobs.repeats,
+            warmup,
+            progress=progress,
+            stop=stop,
+            keep_interrupted=True,
+        )[""]
+        self._warm = self._warm or bool(measured.warmup_ms or measured.traces)
+        return Result(settings, self.built, measured, time.perf_counter() - start, rebuilt)
 
     def _close_session(self) -> None:
         if self.session is not None:
@@ -294,7 +455,7 @@ class Runner:
     def close(self) -> None:
         """Close the session (joining its threads) and forget the graph. Idempotent."""
         self._close_session()
-        self.preset, self._graph_key = None, None
+        self.built, self._graph_key = None, None
 
     def __enter__(self) -> Runner:
         return self
@@ -303,28 +464,40 @@ class Runner:
         self.close()
 
 
-def run(settings: Settings | None = None, progress: Progress | None = None) -> Result:
-    """Build the graph, run it `settings.repeats` times traced in a fresh session, close it.
+def run(settings: Settings, progress: Progress | None = None) -> Result:
+    """Build the graph, run it `repeats` times traced in a fresh session, close it.
 
     The pure function behind the dashboard: same settings, same kind of result, no widgets.
 
-    >>> result = run(Settings(preset="two-networks", batch=8, hidden=16, repeats=3))
-    >>> result.measurement.traces[0].scopes()[:2]
+    >>> settings = Settings.of(GraphSource(preset_graph), {"batch": 8, "hidden": 16}, Knobs())
+    >>> run(settings).trace.scopes()[:2]
     ['net1', 'net2']
     """
     with Runner() as runner:
-        return runner.run(settings or Settings(), progress)
+        return runner.run(settings, progress)
 
 
 # -- what the output area shows -------------------------------------------------------------
-def figure_for(result: Result, baseline: Result | None = None) -> Any:
-    """The Gantt of the median run; with a baseline, both on one time axis (baseline first)."""
+def comparable(result: Result, pinned: Sequence[Result]) -> list[Result]:
+    """The pinned runs of the same graph and parameters (the others are not compared)."""
+    return [pin for pin in pinned if pin.settings.same_graph(result.settings) and pin.runs]
+
+
+def figure_for(result: Result, pinned: Sequence[Result] = ()) -> Any:
+    """The Gantt of the median run; with pins of the same graph, all on one time axis (pins
+    first, oldest on top)."""
     from .plot import compare, gantt
 
-    if baseline is None:
+    pins = comparable(result, pinned)
+    if not pins:
         return gantt(result.trace)
-    labels = [f"baseline ({_knobs(baseline.settings)})", f"current ({_knobs(result.settings)})"]
-    return compare([baseline.trace, result.trace], labels=labels)
+    labels = [f"pin {_pin_number(pinned, p)} ({p.knobs.label()})" for p in pins]
+    labels.append(f"current ({result.knobs.label()})")
+    return compare([p.trace for p in pins] + [result.trace], labels=labels)
+
+
+def _pin_number(pinned: Sequence[Result], pin: Result) -> int:
+    return next(i for i, p in enumerate(pinned, 1) if p is pin)
 
 
 def figure_png(figure: Any, dpi: int = PNG_DPI) -> bytes:
@@ -347,16 +520,16 @@ def figure_png(figure: Any, dpi: int = PNG_DPI) -> bytes:
     return buffer.getvalue()
 
 
-def summary_rows(result: Result, baseline: Result | None = None) -> list[tuple[str, ...]]:
-    """(metric, current[, baseline]) rows of the summary table, as text."""
-    runs = [result] if baseline is None else [result, baseline]
-    scopes = result.preset.scopes
-    overlap_name = f"overlap {scopes[0]}/{scopes[1]}" if len(scopes) >= 2 else "overlap"
+def summary_rows(result: Result, pinned: Sequence[Result] = ()) -> list[tuple[str, ...]]:
+    """(metric, current, pin 1, ...) rows of the summary table, as text."""
+    runs = [result, *pinned]
     rows: list[tuple[str, ...]] = [
-        ("run", *(_knobs(r.settings) for r in runs)),
+        ("graph", *(r.settings.graph_label() for r in runs)),
+        ("size", *(r.size_text() for r in runs)),
+        ("run", *(_run_text(r) for r in runs)),
         ("median makespan", *(_median_text(r) for r in runs)),
-        ("speed-up vs baseline", *(_speedup_text(r, baseline) for r in runs)),
-        (overlap_name, *(_overlap_text(r) for r in runs)),
+        ("current's speed-up vs this", "—", *(_speedup_text(result, p) for p in pinned)),
+        ("overlap of first two scopes", *(_overlap_text(r) for r in runs)),
         ("utilization (mean of lanes)", *(_utilization_text(r) for r in runs)),
         ("critical-path bound", *(_bound_text(r) for r in runs)),
         ("repeats, wall per run", *(_wall_text(r) for r in runs)),
@@ -364,14 +537,14 @@ def summary_rows(result: Result, baseline: Result | None = None) -> list[tuple[s
     return rows
 
 
-def summary_html(result: Result, baseline: Result | None = None) -> str:
+def summary_html(result: Result, pinned: Sequence[Result] = ()) -> str:
     """The summary table as HTML (inline styles: widget HTML gets no notebook styling)."""
-    header = ["", "current"] + ([] if baseline is None else ["baseline"])
+    header = ["", "current"] + [f"pin {i}" for i in range(1, len(pinned) + 1)]
     cell = "padding:2px 10px;text-align:left;border-bottom:1px solid #ddd;white-space:nowrap"
     head = "".join(f"<th style='{cell}'>{html.escape(h)}</th>" for h in header)
     body = "".join(
         "<tr>" + "".join(f"<td style='{cell}'>{html.escape(c)}</td>" for c in row) + "</tr>"
-        for row in summary_rows(result, baseline)
+        for row in summary_rows(result, pinned)
     )
     return (
         "<table class='pg-summary-table' style='border-collapse:collapse;font-size:13px'>"
@@ -379,13 +552,10 @@ def summary_html(result: Result, baseline: Result | None = None) -> str:
     )
 
 
-def _knobs(settings: Settings) -> str:
-    if settings.executor == "sequential":
-        return "one thread (reference)"
-    text = f"inter {settings.inter_op_threads}, intra {settings.intra_op_threads}"
-    if settings.device != "cpu":
-        text += f", {settings.streams} stream(s) {settings.stream_policy}"
-    return text
+def _run_text(result: Result) -> str:
+    k = result.knobs
+    text = f"{k.executor} on {k.device}: {k.label()}"
+    return text if result.ending == "done" else f"{text} ({result.ending})"
 
 
 def _median_text(result: Result) -> str:
@@ -393,17 +563,20 @@ def _median_text(result: Result) -> str:
     return f"{result.median_ms:.2f} ms (IQR {q1:.2f}-{q3:.2f})"
 
 
-def _speedup_text(result: Result, baseline: Result | None) -> str:
-    if baseline is None:
-        return "— (pin a baseline)"
+def _speedup_text(result: Result, pin: Result) -> str:
+    if not pin.settings.same_graph(result.settings):
+        return "another graph: not compared"
     if not result.median_ms:
         return "—"
-    return f"{baseline.median_ms / result.median_ms:.2f}x"
+    return f"{pin.median_ms / result.median_ms:.2f}x"
 
 
 def _overlap_text(result: Result) -> str:
     overlap = result.overlap()
-    return "— (no independent scopes)" if overlap is None else f"{overlap:.2f}"
+    if overlap is None:
+        return "— (no independent scopes)"
+    first, second = result.built.scopes[:2]
+    return f"{first}/{second} {overlap:.2f}"
 
 
 def _utilization_text(result: Result) -> str:
@@ -417,7 +590,7 @@ def _bound_text(result: Result) -> str:
 
 
 def _wall_text(result: Result) -> str:
-    return f"{len(result.measurement.traces)}, {result.measurement.median_wall_ms:.2f} ms"
+    return f"{result.runs}, {result.measurement.median_wall_ms:.2f} ms"
 
 
 def error_html(error: BaseException) -> str:
@@ -431,48 +604,169 @@ def error_html(error: BaseException) -> str:
     )
 
 
-def notes_html(result: Result) -> str:
-    """Warnings of the run (soft placement, ...) for the message line; empty if none."""
-    items = "".join(f"<li>{html.escape(w)}</li>" for w in result.warnings)
+def notes_html(lines: Sequence[str]) -> str:
+    """Notes for the message line (soft placement, a stop); empty if none."""
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
     return f"<div class='pg-notes' style='color:#8a5a00'><ul>{items}</ul></div>" if items else ""
 
 
-# -- the widget -----------------------------------------------------------------------------
-class Dashboard:
-    """Controls, a Run button, a baseline, and an output area for one graph at a time.
+def ending_text(result: Result, how: str) -> str:
+    """How a run ended, in words, for the status and message lines."""
+    planned = result.knobs.repeats
+    if how == "done":
+        return f"done: {result.runs} of {planned} runs"
+    cause = {"stopped": "stopped (Stop)", "interrupted": "interrupted (kernel interrupt)"}[how]
+    if not result.runs:
+        return f"{cause} before a traced run ended: nothing measured"
+    return f"{cause} after {result.runs} of {planned} runs, kept"
 
-    `Dashboard(**settings)` takes any `Settings` field as a starting value (and `auto_run`:
-    rerun when a control is released, after the first run; default True). Show it as the last
-    expression of a cell; `run()`, `pin_baseline()`, `clear_baseline()` do what the buttons do;
-    `close()` ends its session and widgets. Main-thread only (see the module docstring).
+
+# -- the widget -----------------------------------------------------------------------------
+def _widget_front_end() -> bool:
+    """Whether figures can be live ipympl canvases: a Jupyter kernel and ipympl installed."""
+    import importlib.util
+    import sys
+
+    if "IPython" not in sys.modules or importlib.util.find_spec("ipympl") is None:
+        return False
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+class Dashboard:
+    """Controls, Run / Stop / Pin buttons and an output area for one graph source.
+
+    `Dashboard(build, **abbreviations_and_knobs)`, `Dashboard(graph, fetches, **knobs)`, or
+    `Dashboard(**preset_values_and_knobs)` for the built-in graphs (see the module docstring).
+    Options: `auto_run` (rerun when a control is released, after the first run; default True),
+    `warmup` (warm a new session up before its first traced run; default True), `timeline`
+    ("auto", "png" or "interactive").
+
+    Scripting: `controls[name]`, `run()`, `wait(timeout)`, `stop()`, `result` (`.trace`,
+    `.params`), `status` (the status line's text), `ending`, `pin()`, `clear_pins()`, `close()`.
 
     >>> dash = Dashboard(preset="two-networks", batch=64, hidden=256)  # doctest: +SKIP
-    >>> dash.run(); dash                                               # doctest: +SKIP
+    >>> dash.run(); dash.wait(); dash.result.trace                     # doctest: +SKIP
     """
 
-    def __init__(self, *, auto_run: bool = True, **settings: Any):
+    def __init__(
+        self,
+        build: Callable[..., Any] | Graph | None = None,
+        fetches: Any = None,
+        /,
+        *,
+        auto_run: bool = True,
+        warmup: bool = True,
+        timeline: str = "auto",
+        **options: Any,
+    ):
         import ipywidgets
 
         self._widgets = ipywidgets
-        names = {f.name for f in fields(Settings)}
-        unknown = sorted(set(settings) - names)
-        if unknown:
-            raise TypeError(f"Dashboard got unknown options {unknown}; known: {sorted(names)}")
-        start = Settings(**settings)
-        self.runner = Runner()
+        if timeline not in ("auto", "png", "interactive"):
+            raise ValueError(f"timeline must be 'auto', 'png' or 'interactive', not {timeline!r}")
+        self.interactive = timeline == "interactive" or (timeline == "auto" and _widget_front_end())
+        knob_values = {name: options.pop(name) for name in KNOB_NAMES if name in options}
+        self.source, params = self._source_and_params(build, fetches, options)
+        start_knobs = Knobs(**knob_values)
+        self.runner = Runner(warmup=warmup)
         self.result: Result | None = None
-        self.baseline: Result | None = None
+        self.pinned: list[Result] = []
         self.error: BaseException | None = None
+        self.ending: str = "not run"
         self.runs = 0
+        self._lock = threading.Lock()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._busy = False
+        self._pending = False
+        self._stop_signal: StopSignal | None = None
+        self._stop_reason = "stopped"
         self._last_progress = 0.0
-        self.controls = self._make_controls(start)
+        self._figure: Any = None
+        self.param_controls = params
+        self.knob_controls = self._make_knob_controls(start_knobs)
+        self.controls = {**self.param_controls, **self.knob_controls}
         self._make_buttons(auto_run)
         self._make_output_area()
         self.widget = self._layout()
         self._watch_controls()
 
+    # -- the graph source and its parameters ------------------------------------------------
+    def _source_and_params(
+        self, build: Any, fetches: Any, options: dict[str, Any]
+    ) -> tuple[GraphSource, dict[str, Any]]:
+        """The graph source and one control per parameter (see the module docstring)."""
+        if isinstance(build, Graph):
+            if options:
+                raise TypeError(
+                    f"Dashboard got unknown options {sorted(options)} for a built graph; "
+                    f"knobs: {list(KNOB_NAMES)}"
+                )
+            _built(build, fetches)  # fails now if the fetches are not the graph's tensors
+            return GraphSource(graph=build, fetches=fetches), {}
+        if fetches is not None:
+            raise TypeError("fetches go with a built graph: Dashboard(graph, fetches)")
+        if build is None:  # the built-in graphs: options are starting values
+            abbreviations = _preset_controls()
+            unknown = sorted(set(options) - set(abbreviations))
+            if unknown:
+                raise TypeError(
+                    f"Dashboard got unknown options {unknown}; known: "
+                    f"{sorted([*abbreviations, *KNOB_NAMES])}"
+                )
+            controls = self._param_controls(preset_graph, abbreviations, options)
+            return GraphSource(preset_graph), controls
+        if not callable(build):
+            raise TypeError(
+                f"Dashboard(build, ...) takes a function that builds the graph, or a pg.Graph, "
+                f"not {type(build).__name__}"
+            )
+        return GraphSource(build), self._param_controls(build, options, {})
+
+    def _param_controls(
+        self, build: Callable[..., Any], abbreviations: dict[str, Any], values: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A widget per parameter of `build`, by interact's abbreviations; `values` start them."""
+        from ipywidgets.widgets.interaction import fixed, interactive
+
+        signature = inspect.signature(build)
+        named = {
+            name: p.default
+            for name, p in signature.parameters.items()
+            if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        }
+        extra = sorted(set(abbreviations) - set(named))
+        if extra and not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+            raise TypeError(f"{build.__name__}() has no parameter(s) {extra}")
+        controls: dict[str, Any] = {}
+        for name, default in {**named, **{e: inspect.Parameter.empty for e in extra}}.items():
+            if name in KNOB_NAMES:
+                raise TypeError(f"{build.__name__}() parameter {name!r} is a run knob's name")
+            abbrev = abbreviations.get(name, default)
+            if abbrev is inspect.Parameter.empty:
+                raise TypeError(
+                    f"{build.__name__}() parameter {name!r} needs a control or a default: "
+                    f"pg.dashboard({build.__name__}, {name}=(low, high))"
+                )
+            widget = interactive.widget_from_abbrev(abbrev, default)
+            if widget is None or isinstance(widget, fixed):  # a value to pass as it is
+                controls[name] = fixed(abbrev.value if isinstance(abbrev, fixed) else abbrev)
+                continue
+            widget.description = widget.description or name
+            if name in values:
+                widget.value = values[name]
+            if hasattr(widget, "continuous_update"):
+                widget.continuous_update = False
+            widget.style = {"description_width": "initial"}
+            widget.add_class(f"pg-param-{name.replace('_', '-')}")
+            controls[name] = widget
+        return controls
+
     # -- building the widgets ---------------------------------------------------------------
-    def _make_controls(self, start: Settings) -> dict[str, Any]:
+    def _make_knob_controls(self, start: Knobs) -> dict[str, Any]:
         w = self._widgets
         wide = {"description_width": "initial"}
 
@@ -497,25 +791,10 @@ class Dashboard:
                 layout=w.Layout(width="200px"),
             )
 
-        def size(name: str, label: str, options: tuple[int, ...], tip: str) -> Any:
-            values = tuple(sorted({*options, getattr(start, name)}))
-            return w.SelectionSlider(
-                options=values,
-                value=getattr(start, name),
-                description=label,
-                continuous_update=False,
-                style=wide,
-                tooltip=tip,
-            )
-
         executors = tuple(e for e in EXECUTORS if e != "dask" or _dask_usable())
         controls = {
-            "preset": choice("preset", "graph", PRESETS, "which preset graph to build"),
-            "dtype": choice("dtype", "dtype", tuple(FLOAT_DTYPES), "float type of every tensor"),
             "device": choice("device", "device", DEVICES, "where ops are placed"),
             "executor": choice("executor", "executor", executors, "what runs the plan"),
-            "batch": size("batch", "batch", BATCHES, "rows of every input"),
-            "hidden": size("hidden", "hidden", HIDDENS, "width of the hidden layers"),
             "repeats": slider("repeats", "repeats", 1, MAX_REPEATS, "traced runs per Run"),
             "inter_op_threads": slider(
                 "inter_op_threads", "inter-op", 1, MAX_THREADS, "ops running at the same time"
@@ -535,23 +814,28 @@ class Dashboard:
     def _make_buttons(self, auto_run: bool) -> None:
         w = self._widgets
         self.run_button = w.Button(description="Run", button_style="primary", icon="play")
-        self.pin_button = w.Button(description="Pin as baseline", icon="thumb-tack")
-        self.clear_button = w.Button(description="Clear baseline", disabled=True)
+        self.stop_button = w.Button(
+            description="Stop", button_style="warning", icon="stop", disabled=True
+        )
+        self.pin_button = w.Button(description="Pin", icon="thumb-tack", tooltip="keep this run")
+        self.clear_button = w.Button(description="Clear pins", disabled=True)
         self.auto_run = w.Checkbox(value=auto_run, description="rerun on change", indent=False)
         self.progress = w.IntProgress(value=0, min=0, max=1, layout=w.Layout(width="160px"))
-        self.status = w.Label("not run yet: press Run")
+        self.status_line = w.Label("not run yet: press Run")
         for name, widget in (
             ("run", self.run_button),
+            ("stop", self.stop_button),
             ("pin", self.pin_button),
-            ("clear-baseline", self.clear_button),
+            ("clear-pins", self.clear_button),
             ("auto-run", self.auto_run),
             ("progress", self.progress),
-            ("status", self.status),
+            ("status", self.status_line),
         ):
             widget.add_class(f"pg-{name}")
         self.run_button.on_click(lambda _button: self.run())
-        self.pin_button.on_click(lambda _button: self.pin_baseline())
-        self.clear_button.on_click(lambda _button: self.clear_baseline())
+        self.stop_button.on_click(lambda _button: self.stop())
+        self.pin_button.on_click(lambda _button: self.pin())
+        self.clear_button.on_click(lambda _button: self.clear_pins())
 
     def _make_output_area(self) -> None:
         w = self._widgets
@@ -559,6 +843,7 @@ class Dashboard:
         self.gantt = w.Image(  # hidden until there is a picture (no broken-image icon)
             format="png", layout=w.Layout(max_width="100%", height="auto", display="none")
         )
+        self.timeline = w.Box([self.gantt])
         self.table = w.HTML("", layout=w.Layout(flex="0 0 auto"))
         self.explanation = w.HTML(
             "", layout=w.Layout(flex="1 1 360px", min_width="360px", margin="0 0 0 16px")
@@ -566,6 +851,7 @@ class Dashboard:
         for name, widget in (
             ("message", self.message),
             ("gantt", self.gantt),
+            ("timeline", self.timeline),
             ("summary", self.table),
             ("explain", self.explanation),
         ):
@@ -573,7 +859,7 @@ class Dashboard:
         self.output = w.VBox(
             [
                 self.message,
-                self.gantt,
+                self.timeline,
                 w.HBox([self.table, self.explanation], layout=w.Layout(flex_flow="row wrap")),
             ],
             layout=w.Layout(border="1px solid #ddd", padding="4px"),
@@ -581,17 +867,25 @@ class Dashboard:
         self.output.add_class("pg-output")
 
     def _layout(self) -> Any:
-        w, c = self._widgets, self.controls
+        w, c = self._widgets, self.knob_controls
+        shown = [p for p in self.param_controls.values() if isinstance(p, w.Widget)]
         rows = [
-            w.HBox([c["preset"], c["dtype"], c["device"], c["executor"]]),
-            w.HBox([c["batch"], c["hidden"], c["repeats"]]),
+            w.HBox(shown, layout=w.Layout(flex_flow="row wrap")),
+            w.HBox([c["device"], c["executor"], c["repeats"]]),
             w.HBox(
                 [c["inter_op_threads"], c["intra_op_threads"], c["streams"], c["stream_policy"]]
             ),
             w.HBox(
-                [self.run_button, self.pin_button, self.clear_button, self.auto_run, self.progress]
+                [
+                    self.run_button,
+                    self.stop_button,
+                    self.pin_button,
+                    self.clear_button,
+                    self.auto_run,
+                    self.progress,
+                ]
             ),
-            self.status,
+            self.status_line,
             self.output,
         ]
         box = w.VBox(rows)
@@ -601,21 +895,46 @@ class Dashboard:
 
     def _watch_controls(self) -> None:
         for control in self.controls.values():
-            control.observe(self._on_change, names="value")
+            if isinstance(control, self._widgets.Widget):
+                control.observe(self._on_change, names="value")
 
     def _update_gpu_controls(self) -> None:
-        """Streams and stream policy only matter for GPU-placed ops: grey them out on the CPU."""
-        on_cpu = self.controls["device"].value == "cpu"
-        self.controls["streams"].disabled = on_cpu
-        self.controls["stream_policy"].disabled = on_cpu
+        """Streams and stream policy only matter for ops that run on a GPU: grey them out on
+        the CPU, and on gpu:0 where no GPU is usable (soft placement runs the ops on the CPU)."""
+        on_gpu = self.knob_controls["device"].value != "cpu" and _gpu_usable()
+        for name in ("streams", "stream_policy"):
+            self.knob_controls[name].disabled = not on_gpu
+        no_gpu = self.knob_controls["device"].value != "cpu" and not on_gpu
+        self.knob_controls["streams"].description = "streams (no GPU)" if no_gpu else "streams"
 
     # -- behaviour --------------------------------------------------------------------------
+    @property
+    def status(self) -> str:
+        """The status line's text: what ran and how it ended."""
+        return self.status_line.value
+
+    @property
+    def baseline(self) -> Result | None:
+        """The most recently pinned run, if any."""
+        return self.pinned[-1] if self.pinned else None
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    def params(self) -> dict[str, Any]:
+        """The build function's parameters as the controls hold them."""
+        return {name: control.value for name, control in self.param_controls.items()}
+
+    def knobs(self) -> Knobs:
+        return Knobs(**{name: control.value for name, control in self.knob_controls.items()})
+
     def settings(self) -> Settings:
         """The controls' current values."""
-        return Settings(**{name: control.value for name, control in self.controls.items()})
+        return Settings.of(self.source, self.params(), self.knobs())
 
     def _on_change(self, change: dict[str, Any]) -> None:
-        if change.get("owner") is self.controls["device"]:
+        if change.get("owner") is self.knob_controls["device"]:
             self._update_gpu_controls()
         if not self.auto_run.value or self.runs == 0:
             return
@@ -623,58 +942,106 @@ class Dashboard:
             unchanged = self.result is not None and self.settings() == self.result.settings
         except (TypeError, ValueError):
             unchanged = False  # settings the controls cannot hold: let run() report it
-        if not unchanged:
+        if not unchanged or self._busy:
             self.run()
 
-    def run(self) -> Result | None:
-        """Run with the controls' settings and show the result; on an error, show it and keep
-        the previous result. Returns the new Result, or None if the run failed."""
-        self.runs += 1
-        self._busy(True)
-        try:
-            result = self.runner.run(self.settings(), progress=self._progress)
-            png = figure_png(figure_for(result, self.baseline))
-        except Exception as error:  # noqa: BLE001 - every failure goes to the output area
-            self._show_error(error)
-            return None
-        finally:
-            self._busy(False)
-        self._show(result, png)
-        return result
+    def run(self) -> None:
+        """Start a run with the controls' settings in a background thread and return; if a
+        run is going, run once more after it (with the controls' values then)."""
+        with self._lock:
+            self.runs += 1
+            if self._busy:
+                self._pending = True
+                return
+            self._busy, self._pending = True, False
+            self._stop_signal, self._stop_reason = StopSignal(), "stopped"
+            self._idle.clear()
+        self._set_buttons(busy=True)
+        thread = threading.Thread(target=self._run_loop, name="pg-dashboard-run", daemon=True)
+        thread.start()
 
-    def pin_baseline(self) -> None:
-        """Keep the current result as the baseline: the table gains a speed-up and a baseline
-        column, the Gantt shows both runs on one time axis."""
+    def wait(self, timeout: float | None = None) -> Result | None:
+        """Block until no run is going; return the latest result (None if nothing ran well).
+
+        A KeyboardInterrupt (a kernel interrupt) while waiting stops the run, which then ends
+        "interrupted" with what it measured. Raises TimeoutError after `timeout` seconds.
+        """
+        try:
+            if not self._idle.wait(timeout):
+                raise TimeoutError(f"the dashboard's run did not end in {timeout} s")
+        except KeyboardInterrupt:
+            self._stop("interrupted")
+            self._idle.wait()
+        return self.result
+
+    def stop(self) -> None:
+        """End the run between ops, keeping what was measured (the Stop button). Thread-safe;
+        a no-op when nothing runs."""
+        self._stop("stopped")
+
+    def _stop(self, reason: str) -> None:
+        with self._lock:
+            self._pending = False
+            signal = self._stop_signal if self._busy else None
+            if signal is not None:
+                self._stop_reason = reason
+        if signal is not None:
+            signal.stop()
+
+    def _run_loop(self) -> None:
+        """The run thread: run, show, and run again while a change came in meanwhile."""
+        while True:
+            self._run_once()
+            with self._lock:
+                if not self._pending:
+                    self._busy = False
+                    break
+                self._pending = False
+                self._stop_signal, self._stop_reason = StopSignal(), "stopped"
+        self._set_buttons(busy=False)
+        self._idle.set()
+
+    def _run_once(self) -> None:
+        """One run; whatever happens, the status, the message and the buttons end true."""
+        self._last_progress = time.monotonic()
+        self.progress.bar_style, self.progress.value = "info", 0
+        self.status_line.value = f"running {self.settings_text()} ..."
+        try:
+            result = self.runner.run(self.settings(), self._progress, self._stop_signal)
+            how = self._stop_reason if result.ending != "done" else "done"
+            figure = figure_for(result, self.pinned) if result.runs else None
+            self._show(result, how, figure)
+        except BaseException as error:  # noqa: BLE001 - every failure goes to the output area
+            self._show_error(error)
+
+    def pin(self) -> None:
+        """Keep the current result for comparison (at most MAX_PINNED, the oldest dropped)."""
         if self.result is None:
             self.message.value = "<i>Run first: there is nothing to pin yet.</i>"
             return
-        self.baseline = self.result
+        if self.result not in self.pinned:
+            self.pinned = [*self.pinned, self.result][-MAX_PINNED:]
         self._redraw()
 
-    def clear_baseline(self) -> None:
-        self.baseline = None
+    def clear_pins(self) -> None:
+        self.pinned = []
         self._redraw()
 
     def _redraw(self) -> None:
-        """Redraw the table and Gantt of the current result (after the baseline changed)."""
-        self.clear_button.disabled = self.baseline is None
+        """Redraw the table and timeline of the current result (after the pins changed)."""
+        self.clear_button.disabled = not self.pinned
         if self.result is None:
             return
         try:
-            png = figure_png(figure_for(self.result, self.baseline))
+            self._show_result(self.result, figure_for(self.result, self.pinned))
         except Exception as error:  # noqa: BLE001
             self._show_error(error)
-            return
-        self._show(self.result, png)
 
-    def _busy(self, busy: bool) -> None:
+    def _set_buttons(self, busy: bool) -> None:
         self.run_button.disabled = busy
         self.pin_button.disabled = busy
-        if busy:
-            self._last_progress = time.monotonic()
-            self.progress.bar_style = "info"
-            self.progress.value = 0
-            self.status.value = f"running {self.settings_text()} ..."
+        self.stop_button.disabled = not busy
+        self.clear_button.disabled = busy or not self.pinned
 
     def settings_text(self) -> str:
         try:
@@ -691,33 +1058,78 @@ class Dashboard:
         self._last_progress = now
         self.progress.max = total + 1  # the last step is drawing
         self.progress.value = done
-        self.status.value = f"running {done}/{total} ..."
+        self.status_line.value = f"running {done}/{total} ..."
 
-    def _show(self, result: Result, png: bytes) -> None:
-        self.result, self.error = result, None
-        self.gantt.value = png
-        self.gantt.layout.display = None
-        self.table.value = summary_html(result, self.baseline)
-        self.explanation.value = result.trace.explain()._repr_html_()
-        self.message.value = notes_html(result)
-        self.progress.value, self.progress.bar_style = self.progress.max, "success"
-        self.clear_button.disabled = self.baseline is None
+    def _show(self, result: Result, how: str, figure: Any) -> None:
+        """Show a finished run (done, stopped or interrupted) and say how it ended."""
+        self.ending = how
+        said = ending_text(result, how)
+        if figure is None:  # stopped before any traced run: keep the previous output
+            stale = "; the timeline below is from the previous run" if self.result else ""
+            self.message.value = notes_html([f"{said}{stale}."])
+            self.progress.bar_style = "warning"
+            self.status_line.value = f"{said}: {result.settings.label()}"
+            return
+        self._show_result(result, figure)
+        notes = list(result.notes())
+        if how != "done":
+            notes.insert(0, f"{said}: the table and timeline show the runs measured.")
+        self.message.value = notes_html(notes)
+        self.progress.value = self.progress.max
+        self.progress.bar_style = "success" if how == "done" else "warning"
+        self.status_line.value = self._status_of(result, said)
+
+    def _status_of(self, result: Result, said: str) -> str:
         rebuilt = f" (new {result.rebuilt})" if result.rebuilt else ""
-        self.status.value = (
-            f"{result.settings.label()}: median {result.median_ms:.2f} ms of "
-            f"{result.settings.repeats}; done in {result.seconds:.2f} s{rebuilt}"
+        if result.measurement.warmup_ms:
+            warm = f"; warm-up {result.warmup_s:.2f} s"
+            if result.warmup_s > max(0.1, 3 * result.measurement.median_wall_ms / 1e3):
+                warm += " (compiling, first touch: not in the timings)"
+        elif result.rebuilt and not self.runner.warmup:
+            warm = "; no warm-up: the first run includes compilation"
+        else:
+            warm = ""
+        return (
+            f"{result.settings.label()}: median {result.median_ms:.2f} ms; {said}{warm}; "
+            f"{result.seconds:.2f} s{rebuilt}"
         )
 
+    def _show_result(self, result: Result, figure: Any) -> None:
+        """Timeline, table and explanation of `result` (it becomes `self.result`)."""
+        self.result, self.error = result, None
+        self._show_figure(figure)
+        self.table.value = summary_html(result, self.pinned)
+        self.explanation.value = result.trace.explain()._repr_html_()
+        self.clear_button.disabled = not self.pinned or self._busy
+
+    def _show_figure(self, figure: Any) -> None:
+        """The figure as a live ipympl canvas (interactive) or as PNG bytes (see the module
+        docstring); the previous figure's canvas is closed."""
+        old, self._figure = self._figure, figure
+        if not self.interactive:
+            self.gantt.value = figure_png(figure)
+            self.gantt.layout.display = None
+            return
+        figure.set_dpi(PNG_DPI)
+        canvas = _ipympl_canvas(figure)
+        self.timeline.children = (canvas,)
+        if old is not None and old is not figure:
+            _close_canvas(old)
+
     def _show_error(self, error: BaseException) -> None:
-        self.error = error
+        self.ending, self.error = "failed", error
         self.message.value = error_html(error)
         self.progress.bar_style = "danger"
         stale = " (the timeline below is from the previous run)" if self.result else ""
-        self.status.value = f"error: {type(error).__name__}{stale}"
+        self.status_line.value = f"failed: {type(error).__name__}: {error}{stale}"
 
     def close(self) -> None:
-        """Close the session (joining its threads) and every widget of the dashboard."""
+        """Stop a run, close the session (joining its threads) and every widget."""
+        self.stop()
+        self._idle.wait(30)
         self.runner.close()
+        if self._figure is not None and self.interactive:
+            _close_canvas(self._figure)
         for widget in _descendants(self.widget):
             widget.close()
 
@@ -727,6 +1139,29 @@ class Dashboard:
     def __repr__(self) -> str:
         last = f"last {self.result.median_ms:.2f} ms" if self.result else "not run"
         return f"<Dashboard {self.settings_text()}; {last}>"
+
+
+def _ipympl_canvas(figure: Any) -> Any:
+    """An ipympl canvas (with its toolbar) for a figure made without pyplot."""
+    from ipympl.backend_nbagg import Canvas, FigureManager
+
+    canvas = figure.canvas if isinstance(figure.canvas, Canvas) else Canvas(figure)
+    if getattr(canvas, "manager", None) is None:
+        FigureManager(canvas, 0)
+    canvas.header_visible = False
+    canvas.footer_visible = False
+    canvas.resizable = False
+    canvas.toolbar_position = "right"  # beside the figure, never over the lane names
+    canvas.add_class("pg-canvas")
+    return canvas
+
+
+def _close_canvas(figure: Any) -> None:
+    canvas = figure.canvas
+    toolbar = getattr(canvas, "toolbar", None)
+    for widget in (toolbar, canvas):
+        if hasattr(widget, "close"):
+            widget.close()
 
 
 def _descendants(widget: Any) -> list[Any]:
@@ -744,15 +1179,24 @@ def _dask_usable() -> bool:
     )
 
 
+def _gpu_usable() -> bool:
+    """Whether ops placed on gpu:0 run there (imports numba.cuda: only asked on gpu:0)."""
+    from .executors.cuda import gpu_available
+
+    return gpu_available()
+
+
 __all__ = [
+    "Built",
     "Dashboard",
+    "GraphSource",
+    "Knobs",
     "Result",
     "Runner",
     "Settings",
-    "build_graph",
     "figure_for",
     "figure_png",
-    "measure_runs",
+    "preset_graph",
     "run",
     "summary_html",
     "summary_rows",
