@@ -74,7 +74,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from .config import EXECUTORS, STREAM_POLICIES, Config
@@ -93,6 +93,9 @@ MAX_STREAMS = 8
 MAX_REPEATS = 50
 MAX_PINNED = 4
 PNG_DPI = 100
+#: The interactive canvas has a fixed size in pixels (a PNG scales down with the panel, a
+#: canvas does not): draw it at a resolution that fits a notebook cell of JupyterLab.
+CANVAS_WIDTH_PX = 880
 PROGRESS_EVERY_S = 0.25
 
 Ending = Literal["done", "stopped", "interrupted", "failed"]
@@ -686,6 +689,7 @@ class Dashboard:
         self._stop_reason = "stopped"
         self._last_progress = 0.0
         self._figure: Any = None
+        self._canvas: Any = None  # the ipympl canvas, once there is an interactive figure
         self.param_controls = params
         self.knob_controls = self._make_knob_controls(start_knobs)
         self.controls = {**self.param_controls, **self.knob_controls}
@@ -814,14 +818,13 @@ class Dashboard:
     def _make_buttons(self, auto_run: bool) -> None:
         w = self._widgets
         self.run_button = w.Button(description="Run", button_style="primary", icon="play")
-        self.stop_button = w.Button(
-            description="Stop", button_style="warning", icon="stop", disabled=True
-        )
+        self.stop_button = w.Button(description="Stop", icon="stop", disabled=True)
         self.pin_button = w.Button(description="Pin", icon="thumb-tack", tooltip="keep this run")
         self.clear_button = w.Button(description="Clear pins", disabled=True)
         self.auto_run = w.Checkbox(value=auto_run, description="rerun on change", indent=False)
         self.progress = w.IntProgress(value=0, min=0, max=1, layout=w.Layout(width="160px"))
-        self.status_line = w.Label("not run yet: press Run")
+        self.status_line = w.HTML("")
+        self._say("not run yet: press Run")
         for name, widget in (
             ("run", self.run_button),
             ("stop", self.stop_button),
@@ -911,7 +914,13 @@ class Dashboard:
     @property
     def status(self) -> str:
         """The status line's text: what ran and how it ended."""
-        return self.status_line.value
+        return self._status_text
+
+    def _say(self, text: str) -> None:
+        """Set the status line (an HTML widget, so that a long line wraps instead of being
+        cut off at the panel's edge)."""
+        self._status_text = text
+        self.status_line.value = html.escape(text)
 
     @property
     def baseline(self) -> Result | None:
@@ -1005,10 +1014,12 @@ class Dashboard:
         """One run; whatever happens, the status, the message and the buttons end true."""
         self._last_progress = time.monotonic()
         self.progress.bar_style, self.progress.value = "info", 0
-        self.status_line.value = f"running {self.settings_text()} ..."
+        self._say(f"running {self.settings_text()} ...")
         try:
             result = self.runner.run(self.settings(), self._progress, self._stop_signal)
             how = self._stop_reason if result.ending != "done" else "done"
+            if how != result.ending:  # the loop was stopped because the kernel was interrupted
+                result = replace(result, measurement=replace(result.measurement, ending=how))
             figure = figure_for(result, self.pinned) if result.runs else None
             self._show(result, how, figure)
         except BaseException as error:  # noqa: BLE001 - every failure goes to the output area
@@ -1041,6 +1052,7 @@ class Dashboard:
         self.run_button.disabled = busy
         self.pin_button.disabled = busy
         self.stop_button.disabled = not busy
+        self.stop_button.button_style = "warning" if busy else ""
         self.clear_button.disabled = busy or not self.pinned
 
     def settings_text(self) -> str:
@@ -1058,7 +1070,7 @@ class Dashboard:
         self._last_progress = now
         self.progress.max = total + 1  # the last step is drawing
         self.progress.value = done
-        self.status_line.value = f"running {done}/{total} ..."
+        self._say(f"running {done}/{total} ...")
 
     def _show(self, result: Result, how: str, figure: Any) -> None:
         """Show a finished run (done, stopped or interrupted) and say how it ended."""
@@ -1068,7 +1080,7 @@ class Dashboard:
             stale = "; the timeline below is from the previous run" if self.result else ""
             self.message.value = notes_html([f"{said}{stale}."])
             self.progress.bar_style = "warning"
-            self.status_line.value = f"{said}: {result.settings.label()}"
+            self._say(f"{said}: {result.settings.label()}")
             return
         self._show_result(result, figure)
         notes = list(result.notes())
@@ -1077,7 +1089,7 @@ class Dashboard:
         self.message.value = notes_html(notes)
         self.progress.value = self.progress.max
         self.progress.bar_style = "success" if how == "done" else "warning"
-        self.status_line.value = self._status_of(result, said)
+        self._say(self._status_of(result, said))
 
     def _status_of(self, result: Result, said: str) -> str:
         rebuilt = f" (new {result.rebuilt})" if result.rebuilt else ""
@@ -1103,33 +1115,36 @@ class Dashboard:
         self.clear_button.disabled = not self.pinned or self._busy
 
     def _show_figure(self, figure: Any) -> None:
-        """The figure as a live ipympl canvas (interactive) or as PNG bytes (see the module
-        docstring); the previous figure's canvas is closed."""
-        old, self._figure = self._figure, figure
+        """The figure as PNG bytes in the Image widget, or (interactive) on the dashboard's
+        one ipympl canvas. The canvas is kept and given each new figure: replacing the canvas
+        widget would leave the old view in the page (ipympl's view is not removed with its
+        Box child) and make the page jump."""
+        self._figure = figure
         if not self.interactive:
             self.gantt.value = figure_png(figure)
             self.gantt.layout.display = None
             return
-        figure.set_dpi(PNG_DPI)
-        canvas = _ipympl_canvas(figure)
-        self.timeline.children = (canvas,)
-        if old is not None and old is not figure:
-            _close_canvas(old)
+        figure.set_dpi(min(PNG_DPI, CANVAS_WIDTH_PX / figure.get_figwidth()))
+        if self._canvas is None:
+            self._canvas = _ipympl_canvas(figure)
+            self.timeline.children = (self._canvas,)
+        else:
+            _show_on_canvas(self._canvas, figure)
 
     def _show_error(self, error: BaseException) -> None:
         self.ending, self.error = "failed", error
         self.message.value = error_html(error)
         self.progress.bar_style = "danger"
         stale = " (the timeline below is from the previous run)" if self.result else ""
-        self.status_line.value = f"failed: {type(error).__name__}: {error}{stale}"
+        self._say(f"failed: {type(error).__name__}: {error}{stale}")
 
     def close(self) -> None:
         """Stop a run, close the session (joining its threads) and every widget."""
         self.stop()
         self._idle.wait(30)
         self.runner.close()
-        if self._figure is not None and self.interactive:
-            _close_canvas(self._figure)
+        if self._canvas is not None:
+            _close_canvas(self._canvas)
         for widget in _descendants(self.widget):
             widget.close()
 
@@ -1156,8 +1171,25 @@ def _ipympl_canvas(figure: Any) -> Any:
     return canvas
 
 
-def _close_canvas(figure: Any) -> None:
-    canvas = figure.canvas
+def _show_on_canvas(canvas: Any, figure: Any) -> None:
+    """Move an ipympl canvas to another figure: the figure's callbacks (the hover tooltip) come
+    with it; the toolbar's pan/zoom handlers are connected again (they were registered on the
+    old figure), its view history starts anew, and the front end is told the new size."""
+    figure.set_canvas(canvas)
+    canvas.figure = figure
+    toolbar = canvas.toolbar
+    if toolbar is not None:
+        canvas.mpl_connect("button_press_event", toolbar._zoom_pan_handler)
+        canvas.mpl_connect("button_release_event", toolbar._zoom_pan_handler)
+        canvas.mpl_connect("motion_notify_event", toolbar.mouse_move)
+        toolbar.update()
+    width, height = figure.bbox.size
+    canvas.manager.resize(width, height)
+    canvas._force_full = True
+    canvas.draw_idle()
+
+
+def _close_canvas(canvas: Any) -> None:
     toolbar = getattr(canvas, "toolbar", None)
     for widget in (toolbar, canvas):
         if hasattr(widget, "close"):

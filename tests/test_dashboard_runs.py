@@ -89,7 +89,8 @@ def test_stop_ends_a_long_run_within_a_second_and_keeps_what_was_measured(long_d
 
 
 def test_stop_inside_a_single_long_run_ends_it_between_ops(long_dash):
-    """One run of 400 ops lasts seconds: Stop cuts it short, between two ops."""
+    """One run of 400 ops of ~2 ms lasts about a second: Stop cuts it short, between ops."""
+    long_dash.controls["width"].value = 512
     long_dash.controls["layers"].value = 400
     long_dash.controls["repeats"].value = 1
     long_dash.run()
@@ -116,7 +117,8 @@ def test_a_kernel_interrupt_while_a_cell_waits_ends_the_run(long_dash):
     assert time.perf_counter() - pressed < 2.0
     assert_idle_and_said(long_dash, "interrupted", "interrupted (kernel interrupt) after")
     assert result is long_dash.result and result.runs >= 1
-    assert "interrupted" in long_dash.message.value
+    assert "interrupted" in long_dash.message.value and result.ending == "interrupted"
+    assert "(interrupted)" in long_dash.table.value
 
 
 def test_a_failure_keeps_the_last_timeline_and_the_dashboard_working(monkeypatch):
@@ -166,6 +168,33 @@ def test_a_build_function_that_raises_is_a_failed_run():
 
 
 # -- the interactive timeline ---------------------------------------------------------------
+def hover(canvas, ax):
+    """Move the mouse over the widest bar through ipympl's message path; return the tooltip."""
+    canvas.draw()
+    bars = ax.parallelgraph_bars
+    index = max(range(len(bars.events)), key=lambda i: bars.right[i] - bars.left[i])
+    x, y = ax.transData.transform(((bars.left[index] + bars.right[index]) / 2, bars.y[index]))
+    height = canvas.get_renderer().height
+    message = {"type": "motion_notify", "x": x, "y": height - y, "button": 0}
+    message.update(buttons=0, modifiers=[], guiEvent=None)
+    canvas._handle_message(canvas, message, [])  # what the browser sends on a mouse move
+    return next(t for t in ax.texts if t.get_gid() == "hover-tooltip")
+
+
+def drag(canvas, ax, pixels: float) -> None:
+    """Press, move `pixels` to the right and release, as the browser's messages."""
+    x, y = ax.transAxes.transform((0.5, 0.5))
+    height = canvas.get_renderer().height
+    for kind, at in (
+        ("button_press", x),
+        ("motion_notify", x + pixels),
+        ("button_release", x + pixels),
+    ):
+        message = {"type": kind, "x": at, "y": height - y, "button": 0, "buttons": 1}
+        message.update(modifiers=[], guiEvent=None)
+        canvas._handle_message(canvas, message, [])
+
+
 def test_the_interactive_timeline_is_an_ipympl_canvas_with_a_hover_tooltip():
     ipympl = pytest.importorskip("ipympl.backend_nbagg")
     dash = pg.dashboard(three_branches, repeats=2, timeline="interactive")
@@ -176,24 +205,24 @@ def test_the_interactive_timeline_is_an_ipympl_canvas_with_a_hover_tooltip():
         assert isinstance(canvas, ipympl.Canvas) and canvas.toolbar is not None
         assert canvas.toolbar_position == "right" and not canvas.header_visible
         figure = canvas.figure
-        figure.canvas.draw()
         ax = figure.axes[0]
         bars = ax.parallelgraph_bars
         index = max(range(len(bars.events)), key=lambda i: bars.right[i] - bars.left[i])
         event = bars.events[index]
-        x, y = ax.transData.transform(((bars.left[index] + bars.right[index]) / 2, bars.y[index]))
-        height = canvas.get_renderer().height
-        message = {"type": "motion_notify", "x": x, "y": height - y, "button": 0}
-        message.update(buttons=0, modifiers=[], guiEvent=None)
-        canvas._handle_message(canvas, message, [])  # what the browser sends on a mouse move
-        tooltip = next(t for t in ax.texts if t.get_gid() == "hover-tooltip")
+        tooltip = hover(canvas, ax)
         assert tooltip.get_visible() and tooltip.get_text().startswith(event.name)
         assert f"lane {event.lane}" in tooltip.get_text()
-        first = canvas
         dash.controls["inter_op_threads"].value = 1
         dash.wait(timeout=60)
-        (second,) = dash.timeline.children
-        assert second is not first and first.figure is not second.figure
+        (same,) = dash.timeline.children  # one canvas, given the new figure: no page jump
+        assert same is canvas and canvas.figure is not figure
+        assert canvas.figure.axes[0].get_title("left").startswith("three_branches: inter-op 1")
+        assert hover(canvas, canvas.figure.axes[0]).get_visible()  # hover moved along
+        ax = canvas.figure.axes[0]
+        before = ax.get_xlim()
+        canvas.toolbar.pan()
+        drag(canvas, ax, 200)  # the toolbar's pan works on the new figure too
+        assert ax.get_xlim()[0] < before[0]
     finally:
         dash.close()
 
