@@ -24,14 +24,19 @@ def _select(result: SweepResult, free: tuple[str, ...], fixed: dict[str, Any]) -
     return [r for r in result.rows() if all(r.get(k) == v for k, v in fixed.items())]
 
 
-def heatmap(result: SweepResult, x: str, y: str, **fixed: Any) -> Any:
-    """Speed-up against the baseline for every (x, y) cell, with its 95% CI and verdict."""
+def heatmap(result: SweepResult, x: str, y: str, title: str | None = None, **fixed: Any) -> Any:
+    """Speed-up against the baseline for every (x, y) cell, with its 95% CI and verdict.
+
+    The title (default: `heatmap_title`) names the graph and the baseline; it is the figure's
+    title, wrapped to the figure's width, so a narrow heatmap never clips it.
+    """
     rows = _select(result, (x, y), fixed)
     xs, ys = list(result.grid[x]), list(result.grid[y])
     import numpy as np
 
     grid = np.full((len(ys), len(xs)), np.nan)
-    figure = _new_figure(len(ys) + 2, width=2.0 + 1.6 * len(xs), layout="constrained")
+    width = max(4.5, 2.0 + 1.6 * len(xs))
+    figure = _new_figure(len(ys) + 2, width=width, layout="constrained")
     ax = figure.add_subplot()
     for row in rows:
         i, j = ys.index(row[y]), xs.index(row[x])
@@ -57,9 +62,32 @@ def heatmap(result: SweepResult, x: str, y: str, **fixed: Any) -> Any:
     ax.set_yticks(range(len(ys)), [str(v) for v in ys])
     ax.set_xlabel(x)
     ax.set_ylabel(y)
-    ax.set_title("speed-up vs baseline (95% CI; + faster, - slower, ~ within noise)", fontsize=9)
+    heading = heatmap_title(result, x, y, fixed) if title is None else title
+    figure.suptitle(_wrap(heading, width, fontsize=9), fontsize=9)
     figure.colorbar(image, ax=ax, label="speed-up")
     return figure
+
+
+def heatmap_title(result: SweepResult, x: str, y: str, fixed: dict[str, Any]) -> str:
+    """Which graph the cells are (the fixed grid values and those with one value) and what
+    they are compared with (the baseline's x and y), then how to read a cell."""
+    graph = {**{k: v[0] for k, v in result.grid.items() if len(v) == 1}, **fixed}
+    graph.pop(x, None)
+    graph.pop(y, None)
+    base = result.cells[result.baseline]
+    named = ", ".join(f"{key}={value}" for key, value in graph.items())
+    against = f"{x} {base[x]}, {y} {base[y]}"
+    return (
+        f"{named + ': ' if named else ''}speed-up vs {against} "
+        "(95% CI; + faster, - slower, ~ within noise)"
+    )
+
+
+def _wrap(text: str, width_inches: float, fontsize: float) -> str:
+    """Break `text` into lines that fit `width_inches` (an average glyph is ~0.55 em)."""
+    import textwrap
+
+    return textwrap.fill(text, width=max(20, int(width_inches * 72 / (0.55 * fontsize))))
 
 
 def speedup_curve(result: SweepResult, x: str, hue: str | None = None, **fixed: Any) -> Any:
