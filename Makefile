@@ -44,8 +44,9 @@ bench: $(VENV)/.installed-all
 	$(BIN)/python benchmarks/core.py
 	$(BIN)/python benchmarks/matmul_kernels.py
 
+# Jupyter refuses to run as root without --allow-root (containers often run as root).
 lab: $(VENV)/.installed-all
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab notebooks/ $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 clean:
 	rm -rf $(VENV) $(DEMO_OUT) .pytest_cache .ruff_cache

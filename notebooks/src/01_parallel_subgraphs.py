@@ -11,13 +11,16 @@
 #
 # 1. **On the GPU**: one CUDA stream against several (or, without a GPU, what happens instead);
 # 2. **On the CPU**: one inter-op thread against two;
-# 3. the two **timelines side by side**, the trace written as **`trace.ctf.json`**, and
+# 3. the two **timelines side by side**, the trace written as a **`.ctf.json`** file, and
 #    **`explain()`**, which says in words why the networks did or did not overlap;
-# 4. a **dashboard** to try other graphs and knobs yourself.
+# 4. a **dashboard** on this very graph, to try other sizes and knobs yourself.
 #
 # It runs top to bottom in about half a minute on a 2-core laptop CPU.
 
 # %%
+import tempfile
+from pathlib import Path
+
 from IPython.display import display
 
 import parallelgraph as pg
@@ -165,7 +168,8 @@ pg.plot.compare(list(traces.values()), labels=list(traces))
 # timeline was such a file: `parallelgraph explain` reads those as well).
 
 # %%
-path = traces["inter-op 2"].save("trace.ctf.json")
+# A temporary folder, so that running the notebook leaves no file in your checkout.
+path = traces["inter-op 2"].save(Path(tempfile.mkdtemp(prefix="pg-")) / "trace.ctf.json")
 print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
 print(traces["inter-op 2"].summary())
 
@@ -187,25 +191,46 @@ traces["inter-op 2"].explain()
 # %% [markdown]
 # ## 5. Try it yourself: the dashboard
 #
-# The dashboard runs the same measurements from controls: pick a graph (`two-networks`, `wide`:
-# many independent branches, `chain`: dependent layers, `random`: a random DAG), its size, the
-# device, the executor and the thread and stream counts; **Run**. It shows the median run's
-# timeline, a summary table (median makespan, overlap, utilization, the critical-path bound)
-# and `explain()`.
+# The dashboard runs your own graph from controls, the way ipywidgets' `interact` runs a
+# function: write a function that builds the graph (it is called inside a fresh `pg.Graph`)
+# and returns what to fetch, and give each parameter a range (a `(min, max)` tuple is a slider,
+# a list a dropdown). Below, the seed's graph again, with its sizes as parameters. The run knobs
+# (device, executor, inter-op and intra-op threads, streams, repeats) are always there.
 #
-# - Sliders act when you **release** them (nothing heavy runs while you drag); after the first
-#   run every change reruns by itself (untick *rerun on change* for big graphs).
-# - **Pin as baseline** keeps the current run: later runs are drawn below it on the same time
-#   axis, and the table gets a speed-up column.
-# - A size change rebuilds the graph; a thread or stream change rebuilds the session (the old
-#   session's threads are shut down first). Errors appear in the dashboard, which keeps working.
+# - **Run** measures in the background: the notebook stays usable, and **Stop** ends a long run
+#   between two ops, keeping the runs measured so far. The status line says what ran, how it
+#   ended, and how long the first run's warm-up (compilation) took — it is not in the timings.
+# - Sliders act when you **release** them; after the first run every change reruns by itself
+#   (untick *rerun on change* for big graphs). A size change rebuilds the graph; a thread or
+#   stream change rebuilds the session (the old session's threads are shut down first).
+# - **Pin** keeps a run (a few at a time): later runs of the same graph and sizes are drawn
+#   below the pins on one time axis, with a speed-up per pin; a pin of other sizes is shown but
+#   not compared.
+# - With ipympl installed (`pip install ipympl`), the timeline pans and zooms, and hovering a
+#   bar shows the op, its shapes and its duration.
 #
-# Things to try: pin inter-op 1, then move inter-op to 2; switch to `chain` and compare inter-op
-# with intra-op threads; make the graph tiny (batch 8, hidden 16) and watch the ops become too
-# short to be worth a second thread. It starts on a two-network graph of batch 128, hidden 512,
-# which runs in a few milliseconds. `dash.close()` shuts it down when you are done.
+# Things to try: pin inter-op 1, then move inter-op to 2; make the graph tiny (batch 8, hidden
+# 128) and watch the ops become too short to be worth a second thread. `pg.dashboard()` without
+# a function offers the built-in graphs (`wide`, `chain`, a random DAG). `dash.close()` shuts it
+# down when you are done.
+
 
 # %%
-dash = pg.dashboard(preset="two-networks", batch=128, hidden=512, inter_op_threads=1)
+def seed_graph(batch=128, hidden=512):
+    """The seed's two networks, with their sizes as parameters."""
+    results = []
+    for name, seed in (("net1", 1), ("net2", 2)):
+        with pg.scope(name):
+            data = pg.random_normal((batch, hidden), seed=seed)
+            w1 = pg.variable((hidden, hidden), name="w1")
+            b1 = pg.variable((hidden,), name="b1")
+            w2 = pg.variable((hidden, batch), name="w2")
+            results.append(pg.matmul(pg.add(pg.matmul(data, w1), b1), w2))
+    return pg.add(*results)
+
+
+dash = pg.dashboard(
+    seed_graph, batch=[8, 32, 128, 512, 2048], hidden=[128, 256, 512, 1024], inter_op_threads=1
+)
 dash.run()
 dash
