@@ -446,7 +446,22 @@ def _latency(context: _Context, a: Branch, b: Branch) -> Found:
     )
 
 
+#: The note on a session's first run (its op times include loading or compiling kernels).
+FIRST_RUN_NOTE = (
+    "This was its session's first run: the op times include loading the Numba kernels from "
+    "their cache, or compiling them (in a fresh process the first kernel alone takes about half "
+    "a second); run it once more for the steady state."
+)
+
+
 def _notes(trace: Trace) -> tuple[str, ...]:
+    first = trace.source == "parallelgraph" and trace.metadata.get("run") == 0
+    return ((FIRST_RUN_NOTE,) if first and not trace.metadata.get("simulated") else ()) + (
+        _placement_notes(trace)
+    )
+
+
+def _placement_notes(trace: Trace) -> tuple[str, ...]:
     notes = trace.metadata.get("notes", [])
     moved = [n for n in notes if "soft placement" in n]
     out = [n for n in notes if "soft placement" not in n] if trace.source != "parallelgraph" else []

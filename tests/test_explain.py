@@ -248,3 +248,12 @@ def test_real_h200_traces_are_explained_as_gpu_runs(size, cause, advice):
     assert advice in report.suggestion
     assert "inter_op_threads" not in report.suggestion
     assert "intra_op_threads" not in report.suggestion
+
+
+def test_a_sessions_first_run_is_said_to_include_loading_the_kernels():
+    preset = pg.presets.two_networks("tiny")
+    with pg.Session(preset.graph) as session:
+        _, first = session.run(preset.fetch, trace=True)
+        _, second = session.run(preset.fetch, trace=True)
+    assert "first run" in str(first.explain()) and "steady state" in str(first.explain())
+    assert "first run" not in str(second.explain())
