@@ -153,3 +153,31 @@ def test_empty_trace_and_zero_length_events():
     trace = Trace([instant, inside])
     assert trace.makespan == 0 and trace.work() == 0
     assert trace.lower_bound() <= trace.makespan
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "message"),
+    [
+        ({"cores": -3}, ValueError, "cores must be a whole number >= 1"),
+        ({"cores": 1.5}, ValueError, "cores must be a whole number"),
+        ({"config": "inter=2"}, TypeError, "config must be a pg.Config"),
+    ],
+)
+def test_simulate_refuses_bad_arguments_before_replaying(args, error, message):
+    trace = pg.Trace.load(REAL / "tf_seed_inter1.ctf.json")
+    with pytest.raises(error, match=message):
+        pg.simulate(trace, **args)
+    with pytest.raises(TypeError, match="replays a Trace"):
+        pg.simulate("trace.json")
+    with pytest.raises(ValueError, match="needs a trace with op events"):
+        pg.simulate(Trace([]))
+
+
+def test_the_cli_says_a_broken_trace_in_one_line(tmp_path, capsys):
+    from parallelgraph.cli import main
+
+    deep = tmp_path / "deep.json"
+    deep.write_bytes(b"[" * 10_000 + b"]" * 10_000)
+    assert main(["explain", str(deep)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nested too deeply" in err and str(deep) in err
