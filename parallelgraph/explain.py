@@ -113,7 +113,7 @@ class Workers:
 
     used: int
     possible: int
-    basis: str  # "the config's 4 inter-op x 1 intra-op threads", "this machine's 2 cores"...
+X
 
 
 @dataclass(frozen=True)
