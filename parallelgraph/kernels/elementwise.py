@@ -10,15 +10,33 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .bounds import check_range
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _check_rows2(x, out, row_start, row_stop):
+    """The rows exist in both 2-D views and have the same width (see kernels.bounds)."""
+    check_range(row_start, row_stop, min(x.shape[0], out.shape[0]))
+    if x.shape[1] != out.shape[1]:
+        raise IndexError("row kernel: operand widths differ")
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _check_rows3(a, b, out, row_start, row_stop):
+    _check_rows2(a, out, row_start, row_stop)
+    _check_rows2(b, out, row_start, row_stop)
+
 
 @njit(nogil=True, cache=True)
 def add_rows(a, b, out, row_start, row_stop):
+    _check_rows3(a, b, out, row_start, row_stop)
     for i in range(row_start, row_stop):
         np.add(a[i], b[i], out[i])
 
 
 @njit(nogil=True, cache=True)
 def multiply_rows(a, b, out, row_start, row_stop):
+    _check_rows3(a, b, out, row_start, row_stop)
     for i in range(row_start, row_stop):
         np.multiply(a[i], b[i], out[i])
 
@@ -26,12 +44,14 @@ def multiply_rows(a, b, out, row_start, row_stop):
 @njit(nogil=True, cache=True)
 def accumulate_rows(out, x, row_start, row_stop):
     """out[r0:r1] += x[r0:r1] (add_n folds its inputs left to right with this)."""
+    _check_rows2(x, out, row_start, row_stop)
     for i in range(row_start, row_stop):
         np.add(out[i], x[i], out[i])
 
 
 @njit(nogil=True, cache=True)
 def relu_rows(x, out, row_start, row_stop):
+    _check_rows2(x, out, row_start, row_stop)
     for i in range(row_start, row_stop):
         src = x[i]
         dst = out[i]
@@ -43,5 +63,6 @@ def relu_rows(x, out, row_start, row_stop):
 
 @njit(nogil=True, cache=True)
 def tanh_rows(x, out, row_start, row_stop):
+    _check_rows2(x, out, row_start, row_stop)
     for i in range(row_start, row_stop):
         np.tanh(x[i], out[i])

@@ -16,6 +16,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .bounds import check_range
+
 PHILOX_MASK32 = np.uint64(0xFFFFFFFF)
 PHILOX_M0 = np.uint64(0xD2511F53)
 PHILOX_M1 = np.uint64(0xCD9E8D57)
@@ -63,6 +65,7 @@ def normal_rows(out, seed, constants, shift, row_start, row_stop):
 
     `constants` and `shift` come from `normal_constants(out.dtype, mean, stddev)`.
     """
+    check_range(row_start, row_stop, out.shape[0])
     flat = out.reshape(-1)
     flat_start = row_start * out.shape[1]
     flat_stop = row_stop * out.shape[1]

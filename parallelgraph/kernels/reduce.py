@@ -11,9 +11,17 @@ from __future__ import annotations
 
 from numba import njit
 
+from .bounds import check_range
+
 
 @njit(nogil=True, cache=True)
 def sum_middle(x, acc, outer_start, outer_stop, length_start, length_stop):
+    """acc[o, :] += sum of x[o, l, :] for o in [outer_start, outer_stop), l in [length_start,
+    length_stop); either range may be empty (a zero-size dimension)."""
+    check_range(outer_start, outer_stop, min(x.shape[0], acc.shape[0]))
+    check_range(length_start, length_stop, x.shape[1])
+    if x.shape[2] != acc.shape[1]:
+        raise IndexError("sum_middle: acc's width differs from x's inner size")
     for o in range(outer_start, outer_stop):
         row = acc[o]
         for position in range(length_start, length_stop):

@@ -278,8 +278,12 @@ class ReduceSum(OpDef):
         return num_elements(shape[:axis]), shape[axis], num_elements(shape[axis + 1 :])
 
     def rows(self, op: Any) -> int:
+        """Outer rows, except for exactly one outer row: then ranges of the reduced axis.
+
+        Zero outer rows (shape (0, n), axis 1) means zero rows of work: the output is empty.
+        """
         outer, length, _ = self.view(op)
-        return outer if outer > 1 else length
+        return length if outer == 1 else outer
 
     def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
         outer, length, inner = self.view(op)
@@ -290,10 +294,10 @@ class ReduceSum(OpDef):
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         x, partials = work
         outer, length, _ = x.shape
-        if outer > 1:  # shards own disjoint output rows
-            kernels.reduce.sum_middle(x, partials[0], row_start, row_stop, 0, length)
-        else:  # shards own ranges of the reduced axis, each with its partial sum
+        if outer == 1:  # shards own ranges of the reduced axis, each with its partial sum
             kernels.reduce.sum_middle(x, partials[shard], 0, 1, row_start, row_stop)
+        else:  # shards own disjoint output rows (none at all when outer is 0)
+            kernels.reduce.sum_middle(x, partials[0], row_start, row_stop, 0, length)
 
     def finish(self, op: Any, work: Any) -> np.ndarray:
         x, partials = work
