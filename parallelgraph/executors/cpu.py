@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .._blas import single_threaded_blas
+from .._blas import BLAS_LIMIT
 from ..config import Config
 from ..plan import Plan, Step
 from .pools import InterOpPool, IntraOpPool, Recorder, ShardJob
@@ -39,7 +39,11 @@ class ThreadsExecutor:
         self.intra_op_threads = config.intra_op_threads
         self._inter = InterOpPool(self.inter_op_threads)
         self._lane_names = [f"inter-op/{i}" for i in range(self.inter_op_threads)]
-        self._intra = IntraOpPool(self.intra_op_threads)
+        try:
+            self._intra = IntraOpPool(self.intra_op_threads)
+        except BaseException:
+            self._inter.close()  # a failed executor leaves no thread behind
+            raise
         self._gpu: Any = None  # a CudaDevice, made when a plan first has GPU steps
         self._closed = False
 
@@ -64,19 +68,22 @@ class ThreadsExecutor:
         run = Run(plan, values, execute)
         if gpu is not None:
             gpu.begin_run(plan)
-        with single_threaded_blas():
-            try:
-                self._inter.run(run.work, plan.useful_workers(self.inter_op_threads))
-                if gpu is not None and run.failure is None:
-                    for slot in plan.fetch_slots:
-                        values[slot] = gpu.to_host(plan, slot, values[slot], record)
-            except BaseException as interrupt:  # e.g. KeyboardInterrupt in the calling thread
-                run.abort(interrupt)
-                run.wait_idle()
-                raise
-            finally:
-                if gpu is not None:
-                    gpu.end_run(plan, record)
+        # BLAS_LIMIT is process-wide and reference counted: other sessions may run meanwhile.
+        # hold() inside the try and an idempotent release() in the finally: an interrupt
+        # anywhere between them cannot leave the limit held (see parallelgraph._blas).
+        try:
+            BLAS_LIMIT.hold(run)
+            self._inter.run(run.work, plan.useful_workers(self.inter_op_threads))
+            if gpu is not None and run.failure is None:
+                for slot in plan.fetch_slots:
+                    values[slot] = gpu.to_host(plan, slot, values[slot], record)
+        except BaseException as interrupt:  # e.g. KeyboardInterrupt in the calling thread
+            run.abort(interrupt)  # idempotent; returns once no pool thread runs a step
+            raise
+        finally:
+            BLAS_LIMIT.release(run)
+            if gpu is not None:
+                gpu.end_run(plan, record)
         return run
 
     def _gpu_for(self, plan: Plan) -> Any:

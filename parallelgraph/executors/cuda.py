@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,6 +145,9 @@ class CudaDevice:
                 },
             )
         self._plans[id(plan)] = buffers
+        # Sessions keep a bounded number of plans: when one is dropped, free its device buffers
+        # (and never hand them to a later plan that happens to get the same id).
+        weakref.finalize(plan, self._plans.pop, id(plan), None)
         return buffers
 
     def begin_run(self, plan: Plan) -> None:

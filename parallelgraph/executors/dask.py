@@ -26,8 +26,8 @@ task (benchmarks/dask_overhead.py compares the two). A worker runs a step exactl
 executor does (`cpu.execute_step`: the same shards, the same kernels, partial sums in shard
 order), so outputs are bit-identical to the sequential reference. Each worker process owns one
 intra-op pool of `intra_op_threads` (made on its first task, shared by all tasks on that worker)
-and holds BLAS to one thread while any of our tasks runs (reference-counted, so concurrent tasks
-cannot undo it).
+and holds BLAS to one thread while any of our tasks runs (`_blas.BLAS_LIMIT`, process-wide and
+reference-counted, so concurrent tasks and sessions cannot undo it).
 
 **Values.** Only the fetched keys are requested, so intermediate values stay on the workers and
 Dask frees each one after its last consumer has run; the fetched values are gathered once at the
@@ -93,6 +93,7 @@ from typing import Any
 
 import numpy as np
 
+from .._blas import single_threaded_blas
 from ..config import Config
 from ..errors import GraphError, describe
 from ..plan import Plan, Step
@@ -179,15 +180,13 @@ class StepError(Exception):
 
 # -- worker side --------------------------------------------------------------------------------
 class _WorkerState:
-    """Per worker process: intra-op pools, BLAS limit holders, thread lanes, timing records."""
+    """Per worker process: intra-op pools, thread lanes, timing records."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.pools: dict[int, IntraOpPool] = {}
         self.lanes: dict[int, str] = {}
         self.timings: OrderedDict[str, list[tuple[Any, ...]]] = OrderedDict()
-        self.blas_users = 0
-        self.blas_limiter: Any = None
 
     def pool(self, threads: int) -> IntraOpPool:
         """The process's intra-op pool of `threads` threads (made on first use, kept)."""
@@ -204,21 +203,6 @@ class _WorkerState:
             with self.lock:
                 lane = self.lanes.setdefault(ident, str(len(self.lanes)))
         return lane
-
-    def hold_blas(self) -> None:
-        with self.lock:
-            if self.blas_users == 0:
-                from .._blas import _controller
-
-                self.blas_limiter = _controller().limit(limits=1, user_api="blas")
-            self.blas_users += 1
-
-    def release_blas(self) -> None:
-        with self.lock:
-            self.blas_users -= 1
-            if self.blas_users == 0 and self.blas_limiter is not None:
-                self.blas_limiter.restore_original_limits()
-                self.blas_limiter = None
 
     def keep(self, token: str, records: list[tuple[Any, ...]]) -> None:
         with self.lock:
@@ -242,17 +226,18 @@ def run_chain(chain: ChainSpec, trace_token: str | None, *args: np.ndarray) -> n
     pool = _WORKER.pool(config.intra_op_threads)
     record = records.append if records is not None else None
     lane, value = _WORKER.lane(), None
-    _WORKER.hold_blas()
     try:
-        for spec, wiring in zip(chain.steps, chain.inputs):
-            inputs = [value if position < 0 else args[position] for position in wiring]
-            try:
-                value = execute_step(spec, inputs, lane, record, config, pool)
-            except Exception as error:  # noqa: BLE001 - sent back to the session, which names it
-                text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-                raise StepError(spec.index, spec.op.name, _picklable(error), text) from None
+        with single_threaded_blas():  # the process-wide, reference-counted BLAS limit
+            for spec, wiring in zip(chain.steps, chain.inputs):
+                inputs = [value if position < 0 else args[position] for position in wiring]
+                try:
+                    value = execute_step(spec, inputs, lane, record, config, pool)
+                except Exception as error:  # noqa: BLE001 - sent back to the session
+                    text = "".join(
+                        traceback.format_exception(type(error), error, error.__traceback__)
+                    )
+                    raise StepError(spec.index, spec.op.name, _picklable(error), text) from None
     finally:
-        _WORKER.release_blas()
         if records:
             _WORKER.keep(trace_token, records)  # type: ignore[arg-type]
     return value  # type: ignore[return-value]

@@ -10,7 +10,8 @@
   work), and nothing can deadlock even with m = 1.
 
 Both pools' threads are daemon threads named "parallelgraph-inter-op-i" / "-intra-op-i" and end
-in `close()`, which joins them.
+in `close()`, which joins them. A pool that cannot start all its threads (the OS refuses one)
+stops and joins those it started before raising: a failed pool leaves no thread behind.
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ class ShardJob:
         self.clock = clock
         self._next_shard = itertools.count()  # next() on a C iterator is atomic under the GIL
         self._finished_count = itertools.count(1)
-        self._all_done = threading.Event()
+        # Held until the last shard is done. A bare lock, not an Event: waiting on it is one C
+        # call, where Event.wait (Python code around a Condition) can be cut by an interrupt
+        # between its own release and re-acquire and then fail with "release unlocked lock".
+        self._all_done = threading.Lock()
+        self._all_done.acquire()
         self.error: BaseException | None = None
 
     def work(self, lane: str) -> None:
@@ -61,10 +66,12 @@ class ShardJob:
                 if self.record:
                     self.record(("shard", self.step_index, lane, start, self.clock(), shard))
             if next(self._finished_count) == self.count:
-                self._all_done.set()
+                self._all_done.release()
 
     def wait(self) -> None:
-        self._all_done.wait()
+        """Block until every shard is done (the thread that finished the last released it)."""
+        self._all_done.acquire()
+        self._all_done.release()
 
 
 class IntraOpPool:
@@ -82,8 +89,7 @@ class IntraOpPool:
             )
             for i in range(threads - 1)
         ]
-        for helper in self._helpers:
-            helper.start()
+        _start_all(self._helpers, self.close)
 
     def run(self, job: ShardJob, lane: str) -> None:
         """Run every shard of `job`, on the calling thread and on idle helpers."""
@@ -97,9 +103,11 @@ class IntraOpPool:
             job.work(lane)
 
     def close(self) -> None:
-        for _ in self._helpers:
+        """Stop and join the helper threads (those started, if starting them failed)."""
+        started = [helper for helper in self._helpers if helper.ident is not None]
+        for _ in started:
             self._queue.put(None)
-        for helper in self._helpers:
+        for helper in started:
             helper.join()
         self._helpers = []
 
@@ -119,8 +127,7 @@ class InterOpPool:
             )
             for lane, queue in enumerate(self._queues, start=1)
         ]
-        for worker in self._workers:
-            worker.start()
+        _start_all(self._workers, self.close)
 
     def run(self, work: Callable[[int], None], workers: int | None = None) -> None:
         """Call `work(lane)` on the first `workers` lanes (default: all); the calling thread is
@@ -136,8 +143,27 @@ class InterOpPool:
             work(lane)
 
     def close(self) -> None:
-        for queue in self._queues:
-            queue.put(None)
+        """Stop and join the worker threads (those started, if starting them failed)."""
+        for queue, worker in zip(self._queues, self._workers):
+            if worker.ident is not None:
+                queue.put(None)
         for worker in self._workers:
-            worker.join()
+            if worker.ident is not None:
+                worker.join()
         self._workers = []
+
+
+def _start_all(threads: list[threading.Thread], close: Callable[[], None]) -> None:
+    """Start every thread; if one cannot start, `close()` the pool (joining the threads already
+    started) and raise a RuntimeError that says how far it got."""
+    for count, thread in enumerate(threads):
+        try:
+            thread.start()
+        except BaseException as error:
+            close()
+            if not isinstance(error, RuntimeError):
+                raise
+            raise RuntimeError(
+                f"could not start thread {count + 1} of {len(threads)} ({error}); "
+                "the threads already started were stopped: ask for fewer threads"
+            ) from error

@@ -18,6 +18,22 @@ Measured cost on this kind of machine: see benchmarks/RESULTS.md (dispatch overh
 
 On failure the loop stops handing out steps, waits for running ones, and the run ends with
 `failure` set: steps that depend on the failed one never run.
+
+Interrupts. A KeyboardInterrupt (Ctrl-C, a notebook's interrupt) is delivered to the main
+thread only, and it may land on any bytecode: in a kernel, in `Condition.wait`, or halfway through
+the bookkeeping of `_complete`. Pool threads (lanes >= 1) are never interrupted, so their
+bookkeeping is always whole; lane 0, the calling thread, is the one that can be cut short.
+Three rules make that safe, whatever state the interrupt leaves:
+
+- `running` counts only steps on lanes >= 1. Lane 0 needs no counter: it is the thread that
+  returns the run, so when it returns it is running nothing; and an interrupt cannot leave a
+  count of its own wrong.
+- The lock is an RLock, which knows its owner: `abort` releases it if (and only if) the
+  interrupted thread still holds it, instead of guessing from where the exception came.
+- `abort` trusts nothing lane 0 may have half-updated (`ready`, `pending`, `remaining`): it
+  clears the ready queue, waits only for `running` (kept by uninterrupted threads, so it reaches
+  0 once their current steps end) and marks the run finished, which sends every helper home.
+  A run that was aborted is thrown away; the next run starts from the plan's fresh state.
 """
 
 from __future__ import annotations
@@ -34,7 +50,8 @@ ExecuteStep = Callable[[Step, int], Any]
 
 
 class Run:
-    """One execution of a plan. Thread-safe: any number of workers may call `work` at once."""
+    """One execution of a plan. Thread-safe: any number of workers may call `work` at once;
+    lane 0 must be the calling thread (the one an interrupt can land in)."""
 
     def __init__(self, plan: Plan, values: list[Any], execute: ExecuteStep):
         self.plan = plan
@@ -46,14 +63,31 @@ class Run:
         heapq.heapify(self.ready)
         self.uses = list(plan.slot_uses)
         self.remaining = len(plan.steps)
+        #: Steps running on lanes >= 1 (see the module docstring: lane 0 is not counted).
         self.running = 0
-        self.failure: tuple[Step, BaseException] | None = None
+        self.failure: tuple[Step | None, BaseException] | None = None
         self.finished = self.remaining == 0
-        self.condition = threading.Condition(threading.Lock())
+        self._lock = threading.RLock()
+        self.condition = threading.Condition(self._lock)
 
     def work(self, lane: int) -> None:
-        """Run ready steps on the calling thread until the run is finished or has failed."""
+        """Run ready steps on the calling thread until the run is finished or has failed.
+
+        On lane 0, an exception escaping the loop (an interrupt between two bookkeeping
+        statements) aborts the run before it propagates, so no helper waits forever.
+        """
+        if lane != 0:
+            self._loop(lane)
+            return
+        try:
+            self._loop(0)
+        except BaseException as error:
+            self.abort(error)
+            raise
+
+    def _loop(self, lane: int) -> None:
         steps, condition, by_priority = self.plan.steps, self.condition, self.plan.by_priority
+        counted = 1 if lane else 0  # only lanes >= 1 count in `running`
         condition.acquire()
         try:
             while True:
@@ -62,22 +96,22 @@ class Run:
                 if self.finished:
                     return
                 step = steps[by_priority[heapq.heappop(self.ready)]]
-                self.running += 1
+                self.running += counted
                 condition.release()
                 try:
                     value = self.execute(step, lane)
                 except BaseException as error:  # noqa: BLE001 - reported by the caller
                     condition.acquire()
-                    self._fail(step, error)
+                    self._fail(step, error, counted)
                     continue
                 condition.acquire()
-                self._complete(step, value)
+                self._complete(step, value, counted)
         finally:
-            condition.release()
+            _release_if_owned(self._lock)
 
-    def _complete(self, step: Step, value: Any) -> None:
+    def _complete(self, step: Step, value: Any, counted: int) -> None:
         """Store a value and release consumers (caller holds the lock)."""
-        self.running -= 1
+        self.running -= counted
         self.remaining -= 1
         self.values[step.slot] = value
         for slot in step.input_slots:
@@ -106,9 +140,9 @@ class Run:
         elif released > 1:
             self.condition.notify(released - 1)
 
-    def _fail(self, step: Step, error: BaseException) -> None:
+    def _fail(self, step: Step, error: BaseException, counted: int) -> None:
         """Remember the first failure, stop handing out work (caller holds the lock)."""
-        self.running -= 1
+        self.running -= counted
         if self.failure is None:
             self.failure = (step, error)
         self.ready.clear()
@@ -120,15 +154,24 @@ class Run:
             self.condition.notify_all()
 
     def abort(self, error: BaseException) -> None:
-        """Stop the run from outside a step (an interrupt in the calling thread)."""
+        """Stop the run from its calling thread after an exception outside a step (an
+        interrupt), whatever state it left; returns once no helper runs a step. Idempotent.
+
+        Bounded: it waits only for the steps running on pool threads to end.
+        """
+        _release_if_owned(self._lock)
         with self.condition:
             if self.failure is None:
-                self.failure = (None, error)  # type: ignore[assignment]
+                self.failure = (None, error)
             self.ready.clear()
-            self._finish_if_idle()
-
-    def wait_idle(self) -> None:
-        """Block until no step is running (after `abort`)."""
-        with self.condition:
             while self.running:
                 self.condition.wait()
+            self.finished = True
+            self.condition.notify_all()
+
+
+def _release_if_owned(lock: Any) -> None:
+    """Release an RLock if the calling thread holds it (an interrupt may have cut the loop
+    short with the lock held, or just after it was released)."""
+    while lock._is_owned():  # an RLock's owner check, as threading.Condition uses it
+        lock.release()
