@@ -4,6 +4,12 @@ A session finalizes its graph, builds its executor (and with it the thread pools
 one Plan per (fetches, fed tensors), and checks fetches and feeds before any kernel runs. Runs
 are serialized: `run` may be called from several threads, and the calls take turns.
 
+The plan cache is bounded (`Session.plan_cache_size`, least recently used out): a plan holds
+per-step tuples for every op it runs, so a program fetching each of thousands of ops once would
+otherwise keep thousands of plans (gigabytes) for the session's lifetime. Values a run returns
+are the caller's own arrays: fetching one tensor twice gives two arrays, and sources (constants,
+variables, feeds) are returned as copies.
+
 >>> with pg.Session(g, pg.Config(inter_op_threads=2)) as sess:   # doctest: +SKIP
 ...     value, trace = sess.run(out, trace=True)
 """
@@ -13,6 +19,7 @@ from __future__ import annotations
 import threading
 import time
 import warnings
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,6 +54,10 @@ class Session:
     Close it (or use `with`) to join its threads.
     """
 
+    #: How many plans (one per distinct fetches + fed tensors) a session keeps, least recently
+    #: used out; a plan dropped is rebuilt (about a millisecond per thousand ops) if needed again.
+    plan_cache_size: int = 64
+
     def __init__(self, graph: Graph | None = None, config: Config | None = None):
         if graph is not None and not isinstance(graph, Graph):
             raise TypeError(f"Session(graph=...) takes a pg.Graph, not {type(graph).__name__}")
@@ -55,14 +66,18 @@ class Session:
         self.graph = graph if graph is not None else get_default_graph()
         self.config = (config or Config()).resolved()
         self.graph.finalize()
-        self._plans: dict[tuple[Any, ...], Plan] = {}
+        self._plans: OrderedDict[tuple[Any, ...], Plan] = OrderedDict()
         self._variables: dict[int, np.ndarray] = {}
         self._run_lock = threading.Lock()
         self._closed = False
         self._warned_soft_placement = False
         self.runs = 0
         self._executor = make_executor(self.config)
-        self._initialize_variables()
+        try:
+            self._initialize_variables()
+        except BaseException:
+            self.close()  # join the threads just started
+            raise
 
     # -- lifecycle ------------------------------------------------------------------------------
     def close(self) -> None:
@@ -111,21 +126,22 @@ class Session:
         """
         flat: list[Any] = []
         rebuild = _flatten(fetches, flat)
-        initializers = [f for f in flat if isinstance(f, VariablesInitializer)]
-        tensors = [f for f in flat if not isinstance(f, VariablesInitializer)]
-        fetch_ops = [self._check_fetch(t) for t in tensors]
+        # One op (or None, for an initializer) per leaf: a leaf may be a Tensor, "name" or
+        # "name:0".
+        leaf_ops = [
+            None if isinstance(f, VariablesInitializer) else self._check_fetch(f) for f in flat
+        ]
+        fetch_ops = [op for op in leaf_ops if op is not None]
         feeds = self._check_feeds(feed_dict or {})
         with self._run_lock:
             if self._closed:
                 raise RuntimeError("this Session is closed; create a new one")
-            if initializers:
+            if len(fetch_ops) < len(leaf_ops):
                 self._initialize_variables()
             plan = self._plan(fetch_ops, feeds)
             results, run_trace = self._execute(plan, feeds, trace)
             self.runs += 1
-        by_op = dict(zip((op.id for op in fetch_ops), results))
-        values = iter(None if isinstance(f, VariablesInitializer) else by_op[f.op.id] for f in flat)
-        output = rebuild(values)
+        output = rebuild(iter(_distinct_values(leaf_ops, results)))
         return (output, run_trace) if trace else output
 
     def plan_for(self, fetches: Any, feed_dict: Mapping[Any, Any] | None = None) -> Plan:
@@ -136,9 +152,12 @@ class Session:
         return self._plan(fetch_ops, self._check_feeds(feed_dict or {}))
 
     def _plan(self, fetch_ops: list[Op], feeds: dict[int, np.ndarray]) -> Plan:
+        """The cached plan for these fetches and feeds (built on a miss; LRU, bounded)."""
         key = (tuple(op.id for op in fetch_ops), frozenset(feeds))
         plan = self._plans.get(key)
-        if plan is None:
+        if plan is not None:
+            self._plans.move_to_end(key)
+        else:
             fed = [self.graph.ops[i] for i in feeds]
             plan = build_plan(self.graph, fetch_ops, fed, self.config, self._gpu_usable())
             moved = [note for note in plan.notes if "soft placement" in note]
@@ -157,6 +176,8 @@ class Session:
                         "pass it in feed_dict"
                     )
             self._plans[key] = plan
+            while len(self._plans) > self.plan_cache_size:
+                self._plans.popitem(last=False)
         return plan
 
     def _gpu_usable(self) -> bool:
@@ -215,8 +236,17 @@ class Session:
 
     # -- checks ---------------------------------------------------------------------------------
     def _check_fetch(self, fetch: Any) -> Op:
+        """The op of a fetch or feed key: a Tensor of this graph, or its name ("net1/MatMul",
+        or TensorFlow's "net1/MatMul:0" for the op's only output)."""
         if isinstance(fetch, str):
-            return self.graph.op(fetch.split(":")[0])
+            name, colon, index = fetch.partition(":")
+            op = self.graph.op(name)
+            if colon and index != "0":
+                raise GraphError(
+                    f"cannot fetch {fetch!r}: op {describe(op)} has one output, "
+                    f"{name + ':0'!r} (or just {name!r})"
+                )
+            return op
         if not isinstance(fetch, Tensor):
             raise GraphError(
                 f"cannot fetch {fetch!r} ({type(fetch).__name__}): fetches are Tensors (or op "
@@ -258,6 +288,23 @@ def _check_feed_value(op: Op, value: Any) -> np.ndarray:
         )
     # A private copy: the caller may change their array later; kernels never write inputs.
     return np.array(array, dtype=op.dtype, order="C", copy=True)
+
+
+def _distinct_values(leaf_ops: list[Op | None], results: list[np.ndarray]) -> list[Any]:
+    """The value of each leaf, in order (None for an initializer): the first leaf of an op gets
+    its result, any later leaf of the same op a copy, so no two leaves share an array."""
+    by_op = dict(zip((op.id for op in leaf_ops if op is not None), results))
+    given: set[int] = set()
+    values: list[Any] = []
+    for op in leaf_ops:
+        if op is None:
+            values.append(None)
+        elif op.id in given:
+            values.append(by_op[op.id].copy())
+        else:
+            given.add(op.id)
+            values.append(by_op[op.id])
+    return values
 
 
 def _flatten(fetches: Any, flat: list[Any]) -> Any:

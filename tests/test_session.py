@@ -181,3 +181,90 @@ def test_config_and_graph_types_are_checked():
         pg.Session(pg.Graph(), {"inter_op_threads": 2})
     with pytest.raises(TypeError, match=r"takes a pg\.Graph"):
         pg.Session("graph")
+
+
+def test_fetch_by_tensor_name_and_name_colon_zero_give_the_same_value():
+    """Before: sess.run("z") ran the graph, then crashed ('str' object has no attribute 'op')."""
+    g, x, _, y, z = small_graph()
+    feed = {x: np.ones((2, 3))}
+    with pg.Session(g) as sess:
+        by_tensor = sess.run(z, feed)
+        assert sess.run("s/Sum", feed) == by_tensor
+        assert sess.run("s/Sum:0", {"s/x:0": np.ones((2, 3))}) == by_tensor
+        mixed = sess.run({"t": y, "n": ["s/Relu", "s/Relu:0"]}, feed)
+        assert all(np.array_equal(v, mixed["t"]) for v in mixed["n"])
+        with pytest.raises(pg.GraphError, match=r"'s/Sum' .* has one output"):
+            sess.run("s/Sum:1", feed)
+        with pytest.raises(pg.GraphError, match="has no op named 'nope'"):
+            sess.run("nope:0", feed)
+
+
+def test_a_tensor_fetched_twice_gives_two_arrays():
+    """Before: run([y, y]) returned one array object twice (writing one changed the other)."""
+    g, x, w, y, _ = small_graph()
+    with pg.Session(g) as sess:
+        first, second, third, weight, weight_again = sess.run(
+            [y, y, "s/Relu", w, w], {x: np.ones((2, 3))}
+        )
+    assert first is not second and first is not third and weight is not weight_again
+    assert not np.shares_memory(first, second) and not np.shares_memory(weight, weight_again)
+    first[:] = -1
+    assert np.array_equal(second, third) and second.min() >= 0
+
+
+def test_variable_init_arrays_are_copied_at_build_time():
+    """Before: changing the array after the build changed what new sessions started from."""
+    init = np.ones((2, 2), dtype=np.float32)
+    g = pg.Graph()
+    with g.as_default():
+        v = pg.variable((2, 2), name="v", init=init)
+    init[:] = 7
+    with pg.Session(g) as sess:
+        assert np.array_equal(sess.run(v), np.ones((2, 2)))
+
+
+def test_the_plan_cache_is_bounded_and_keeps_the_recent_plans(monkeypatch):
+    """Before: every distinct fetch kept its plan for the session's lifetime (3,000 fetches of
+    a 3,000-op chain: +3.65 GB)."""
+    monkeypatch.setattr(pg.Session, "plan_cache_size", 8)
+    g = pg.Graph()
+    with g.as_default():
+        x = pg.constant(np.ones((2, 2)))
+        chain = [x := pg.tanh(x) for _ in range(40)]
+    with pg.Session(g) as sess:
+        for tensor in chain:
+            sess.run(tensor)
+        assert len(sess._plans) == 8
+        recent = sess.plan_for(chain[-1])
+        sess.run(chain[0])  # evicts the least recently used, not the one just planned
+        assert sess.plan_for(chain[-1]) is recent and len(sess._plans) == 8
+        expected = np.ones((2, 2))
+        for _ in range(4):
+            expected = np.tanh(expected)
+        np.testing.assert_allclose(sess.run(chain[3]), expected, rtol=1e-12)
+
+
+def test_a_session_whose_threads_cannot_start_leaves_none_behind(monkeypatch):
+    """Before: Config(inter_op_threads=100000) was accepted; Session() then failed with
+    "can't start new thread" and left thousands of threads running."""
+    import threading
+
+    from conftest import parallelgraph_threads
+
+    with pytest.raises(ValueError, match="inter_op_threads must be at most 1024"):
+        pg.Config(inter_op_threads=100_000)
+    real_start, started = threading.Thread.start, []
+
+    def start_three_then_fail(thread):
+        if len(started) == 3:
+            raise RuntimeError("can't start new thread")
+        started.append(thread)
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start_three_then_fail)
+    g, *_ = small_graph()
+    for inter, intra in [(8, 1), (2, 8)]:  # fails in the inter-op pool, then the intra-op pool
+        started.clear()
+        with pytest.raises(RuntimeError, match=r"could not start thread \d+ of 7"):
+            pg.Session(g, pg.Config(inter_op_threads=inter, intra_op_threads=intra))
+        assert not parallelgraph_threads()
