@@ -1,6 +1,7 @@
 """The `parallelgraph` command line: `demo` (the main job) and `run`.
 
-Every command exits non-zero with a one-line message (no traceback) on bad input.
+Every command exits non-zero with a one-line message (no traceback) on bad input: argparse's
+own errors (exit 2) included, which by default print the whole usage block first.
 """
 
 from __future__ import annotations
@@ -9,32 +10,50 @@ import argparse
 import json
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
-from .config import STREAM_POLICIES, Config
+from .config import MAX_THREADS, STREAM_POLICIES, Config
 from .errors import GraphError, OpError
 from .measure import Measurement, measure, measure_interleaved
 from .presets import PRESETS, TWO_NETWORK_SIZES, Preset, build_preset
 from .session import Session
 
 
-def _at_least_one(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line on stderr (exit 2), without the usage block;
+    `--help` still shows the usage. Subcommand parsers are made of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
+def _int_at_least(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an int in [minimum, maximum], or a one-line error saying which."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}, got {value}")
+        return value
+
+    parse.__name__ = "integer"  # argparse names the type in its "invalid ... value" message
+    return parse
+
+
+_at_least_one = _int_at_least(1)
+_non_negative = _int_at_least(0)
+_thread_count = _int_at_least(0, MAX_THREADS)
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="parallelgraph",
         description="Run dataflow graphs on inter-op and intra-op thread pools; see the timeline.",
     )
@@ -45,7 +64,7 @@ def make_parser() -> argparse.ArgumentParser:
         "--out", default="demo-out", help="folder for trace.ctf.json and timeline.png"
     )
     demo.add_argument("--size", default="medium", choices=[s for s in TWO_NETWORK_SIZES])
-    demo.add_argument("--repeats", type=_non_negative, default=15)
+    demo.add_argument("--repeats", type=_at_least_one, default=15)
 
     run = commands.add_parser("run", help="run a preset graph and report its timing")
     run.add_argument("--preset", default="two-networks", choices=PRESETS)
@@ -53,15 +72,15 @@ def make_parser() -> argparse.ArgumentParser:
         "--size", default="medium", choices=["tiny", "small", "medium", "large", "narrow"]
     )
     run.add_argument("--dtype", default="float32", choices=["float32", "float64"])
-    run.add_argument("--inter", type=_non_negative, default=0, help="inter-op threads (0 = cores)")
-    run.add_argument("--intra", type=_non_negative, default=0, help="intra-op threads (0 = cores)")
+    run.add_argument("--inter", type=_thread_count, default=0, help="inter-op threads (0 = cores)")
+    run.add_argument("--intra", type=_thread_count, default=0, help="intra-op threads (0 = cores)")
     run.add_argument("--executor", default="threads", choices=["sequential", "threads", "dask"])
     run.add_argument("--address", help="executor dask: scheduler address (default: a LocalCluster)")
     run.add_argument("--device", default="cpu", choices=["cpu", "gpu"], help="place the graph")
     run.add_argument("--streams", type=_at_least_one, default=1, help="CUDA streams")
     run.add_argument("--stream-policy", default="branches", choices=list(STREAM_POLICIES))
     run.add_argument("--matmul-kernel", default="blas", choices=["blas", "numba"])
-    run.add_argument("--repeats", type=_non_negative, default=5)
+    run.add_argument("--repeats", type=_at_least_one, default=5)
     run.add_argument("--warmup", type=_non_negative, default=1)
     run.add_argument("--trace", metavar="FILE", help="write the median run's Chrome trace here")
     run.add_argument("--json", action="store_true", help="print one JSON object")
@@ -104,7 +123,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 def run_preset(preset: Preset, config: Config, repeats: int, warmup: int) -> Measurement:
     with Session(preset.graph, config) as session:
-        return measure(session, preset.fetch, repeats=max(1, repeats), warmup=warmup)
+        return measure(session, preset.fetch, repeats=repeats, warmup=warmup)
 
 
 def summarize(preset: Preset, config: Config, measurement: Measurement) -> dict[str, object]:
@@ -172,7 +191,7 @@ def command_demo(args: argparse.Namespace) -> int:
         for setting in settings
     }
     try:
-        measured = measure_interleaved(sessions, preset.fetch, max(1, args.repeats), warmup=2)
+        measured = measure_interleaved(sessions, preset.fetch, args.repeats, warmup=2)
     finally:
         for session in sessions.values():
             session.close()
@@ -280,8 +299,10 @@ def _int_list(text: str, what: str) -> list[int]:
         values = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise ValueError(f"--{what} takes comma-separated integers, got {text!r}") from None
-    if not values or min(values) < 1:
-        raise ValueError(f"--{what} needs thread counts >= 1, got {text!r}")
+    if not values or min(values) < 1 or max(values) > MAX_THREADS:
+        raise ValueError(
+            f"--{what} needs thread counts >= 1 and at most {MAX_THREADS}, got {text!r}"
+        )
     return values
 
 
@@ -333,7 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     try:
         return handlers[args.command](args)
-    except (GraphError, OpError, ValueError, OSError) as problem:
+    except (GraphError, OpError, ValueError, OSError, RuntimeError) as problem:
         print(f"parallelgraph {args.command}: error: {problem}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

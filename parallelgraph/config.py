@@ -20,6 +20,9 @@ from typing import Any
 EXECUTORS = ("sequential", "threads", "dask")
 STREAM_POLICIES = ("single", "branches", "round_robin")
 MATMUL_KERNELS = ("blas", "numba")
+#: The most threads one pool may have. Far above any useful count (threads beyond the cores only
+#: contend), low enough that a typo (100000) is refused before thousands of threads start.
+MAX_THREADS = 1024
 
 ALIASES = {
     "inter_op_parallelism_threads": "inter_op_threads",
@@ -81,6 +84,11 @@ class Config:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise ValueError(f"Config.{name} must be an int >= {minimum}, got {value!r}")
+            if name != "streams" and value > MAX_THREADS:
+                raise ValueError(
+                    f"Config.{name} must be at most {MAX_THREADS} (this machine has "
+                    f"{cpu_count()} cores; 0 means one per core), got {value}"
+                )
         for name, allowed in (
             ("executor", EXECUTORS),
             ("stream_policy", STREAM_POLICIES),

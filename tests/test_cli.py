@@ -79,8 +79,8 @@ def test_bad_arguments_exit_non_zero_with_one_line(argv, message):
     result = subprocess.run(
         [sys.executable, "-m", "parallelgraph", *argv], capture_output=True, text=True, timeout=60
     )
-    assert result.returncode != 0
-    assert message in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
 @pytest.fixture
