@@ -77,9 +77,20 @@ class Tensor:
     """The output of an op: a handle used to build further ops and to fetch or feed values.
 
     Supports `+`, `*` and `@` (add, multiply, matmul). Two handles of the same op are equal.
+    A Tensor is not an array: NumPy's ufuncs leave it alone (`np.ones(3) + t` builds one add op
+    through `t.__radd__`, as `3 + t` does), and `np.asarray(t)` raises TypeError.
     """
 
     __slots__ = ("op",)
+
+    #: Opt out of NumPy's ufunc dispatch. Without this, `array + tensor` made NumPy loop over
+    #: the array and build one op per element, returning an object array of Tensors.
+    __array_ufunc__ = None
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            f"{self!r} has no value until a Session runs it: use sess.run(tensor) to get one"
+        )
 
     def __init__(self, op: Op):
         self.op = op

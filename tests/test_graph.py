@@ -123,3 +123,22 @@ def test_finalized_graph_cannot_grow():
         pass
     with g.as_default(), pytest.raises(pg.GraphError, match="is finalized"):
         pg.relu(out)
+
+
+def test_numpy_arrays_on_the_left_build_one_op_not_an_array_of_tensors():
+    """Before: np.ones(3) + tensor went through NumPy's ufunc loop: an object array of three
+    Tensors and three add ops."""
+    g = pg.Graph()
+    with g.as_default():
+        t = pg.constant(np.ones(3))
+        total = np.ones(3) + t
+        product = np.full(3, 2.0) * t
+        square = np.ones((2, 3)) @ pg.constant(np.ones((3, 2)))
+    assert isinstance(total, pg.Tensor) and total.op.type == "add" and total.shape == (3,)
+    assert isinstance(product, pg.Tensor) and product.op.type == "multiply"
+    assert isinstance(square, pg.Tensor) and square.shape == (2, 2)
+    assert [op.type for op in g.ops].count("add") == 1
+    with pytest.raises(TypeError, match="does not support ufuncs"):
+        np.add(np.ones(3), t)
+    with pg.Session(g) as sess:
+        assert np.array_equal(sess.run(total), np.full(3, 2.0))

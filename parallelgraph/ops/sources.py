@@ -17,8 +17,8 @@ from .. import kernels
 from ..dtypes import Shape, as_dtype, as_shape, num_elements, row_view_shape
 from ..errors import GraphError
 from ..graph import Tensor
-from .builder import build
-from .registry import Arrays, Cost, OpDef, ShapeError, register
+from .builder import _describe_failure, build
+from .registry import REGISTRY, Arrays, Cost, OpDef, ShapeError, register
 
 VARIABLE_INITIALIZERS = ("glorot_uniform", "zeros", "ones")
 
@@ -159,7 +159,7 @@ def constant(value: object, dtype: object = None, name: str | None = None) -> Te
     >>> pg.constant([[1.0, 2.0]]).shape
     (1, 2)
     """
-    array = np.asarray(value)
+    array = _as_array(value, "constant", name)
     if dtype is not None:
         target = as_dtype(dtype, "constant")
     elif isinstance(value, np.ndarray) and array.dtype.kind == "f":
@@ -173,6 +173,35 @@ def constant(value: object, dtype: object = None, name: str | None = None) -> Te
     stored = np.array(array, dtype=target, order="C", copy=True)
     attrs = {"value": stored, "shape": stored.shape, "dtype": target}
     return build("constant", (), attrs, name)
+
+
+def _refuse(op_type: str, name: str | None, problem: str) -> GraphError:
+    """The GraphError for a bad argument of a source op, naming the op and its scope."""
+    default = REGISTRY[op_type].default_name
+    return GraphError(_describe_failure(op_type, name or default, (), ShapeError(problem)))
+
+
+def _as_array(value: object, op_type: str, name: str | None, dtype: object = None) -> np.ndarray:
+    """`np.asarray(value)`, or a GraphError naming the op (a ragged list, a Tensor inside)."""
+    try:
+        return np.asarray(value, dtype=dtype)
+    except (ValueError, TypeError) as problem:
+        raise _refuse(op_type, name, f"bad value: {problem}") from None
+
+
+def _check_seed(seed: object, op_type: str, name: str | None) -> int | None:
+    """None or an int (NumPy ints too; bools, floats, strings refused) as a Python int."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+        raise _refuse(op_type, name, f"seed must be an int or None, got {seed!r}")
+    return None if seed is None else int(seed)
+
+
+def _check_real(value: object, what: str, name: str | None) -> float:
+    """A finite real number as a float (random_normal's mean and stddev)."""
+    real = (int, float, np.integer, np.floating)
+    if isinstance(value, bool) or not isinstance(value, real) or not np.isfinite(value):
+        raise _refuse("random_normal", name, f"{what} must be a finite number, got {value!r}")
+    return float(value)
 
 
 def placeholder(shape: object, dtype: object = "float32", name: str | None = None) -> Tensor:
@@ -196,8 +225,11 @@ def variable(
     """
     shape = as_shape(shape, f"variable {name!r}")
     dtype = as_dtype(dtype, f"variable {name!r}")
+    seed = _check_seed(seed, "variable", name)
     if isinstance(init, (list, tuple, np.ndarray)):
-        init = np.ascontiguousarray(init, dtype=dtype)
+        # A private copy, as constant() makes: changing the caller's array after the build
+        # must not change what new sessions start from.
+        init = np.array(_as_array(init, "variable", name, dtype), order="C", copy=True)
         if init.shape != shape:
             raise GraphError(
                 f"variable {name!r}: initial value has shape {list(init.shape)}, "
@@ -226,14 +258,15 @@ def random_normal(
     number of threads. Without `seed` the seed is a hash of the op's full name.
     """
     shape = as_shape(shape, "random_normal")
-    if not float(stddev) >= 0:
+    mean, stddev = _check_real(mean, "mean", name), _check_real(stddev, "stddev", name)
+    if not stddev >= 0:
         raise GraphError(f"random_normal: stddev must be >= 0, got {stddev!r}")
     attrs = {
         "shape": shape,
         "dtype": as_dtype(dtype, "random_normal"),
-        "seed": seed,
-        "mean": float(mean),
-        "stddev": float(stddev),
+        "seed": _check_seed(seed, "random_normal", name),
+        "mean": mean,
+        "stddev": stddev,
     }
     return build("random_normal", (), attrs, name)
 
