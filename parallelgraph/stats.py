@@ -6,6 +6,9 @@ confidence interval of the median (and of the ratio of two medians, resampling b
 a difference is called only when that interval excludes 1.0 — otherwise it is "within noise".
 For planning, the median's CI half-width is about 1.57 * IQR / sqrt(n) (the notch rule of box
 plots), which tells how many repeats a requested precision needs.
+
+One run says nothing about spread: with fewer than two values a CI is (NaN, NaN), never the
+value twice, and the verdict is "too few runs" — a single sample never calls a difference.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import numpy as np
 
 LEVEL = 0.95
 RESAMPLES = 2000
+#: The verdict when a CI cannot be computed (fewer than two runs on a side).
+TOO_FEW = "too few runs"
 
 
 def median(values: Sequence[float]) -> float:
@@ -44,7 +49,7 @@ def bootstrap_median_ci(
     """Percentile-bootstrap confidence interval of the median."""
     data = np.asarray(values, dtype=float)
     if len(data) < 2:
-        return float(data[0]), float(data[0])
+        return math.nan, math.nan
     medians = np.median(rng.choice(data, size=(RESAMPLES, len(data))), axis=1)
     tail = (1 - level) / 2
     return float(np.quantile(medians, tail)), float(np.quantile(medians, 1 - tail))
@@ -56,11 +61,12 @@ def bootstrap_ratio_ci(
     rng: np.random.Generator,
     level: float = LEVEL,
 ) -> tuple[float, float, float]:
-    """Speed-up median(baseline) / median(other) and its bootstrap CI (both resampled)."""
+    """Speed-up median(baseline) / median(other) and its bootstrap CI (both resampled); the CI
+    is (NaN, NaN) when either side has fewer than two values."""
     base, new = np.asarray(baseline, dtype=float), np.asarray(other, dtype=float)
     ratio = float(np.median(base) / np.median(new))
     if len(base) < 2 or len(new) < 2:
-        return ratio, ratio, ratio
+        return ratio, math.nan, math.nan
     base_medians = np.median(rng.choice(base, size=(RESAMPLES, len(base))), axis=1)
     new_medians = np.median(rng.choice(new, size=(RESAMPLES, len(new))), axis=1)
     ratios = base_medians / new_medians
@@ -69,7 +75,10 @@ def bootstrap_ratio_ci(
 
 
 def verdict(low: float, high: float) -> str:
-    """'faster' / 'slower' when the speed-up CI excludes 1.0, else 'within noise'."""
+    """'faster' / 'slower' when the speed-up CI excludes 1.0, else 'within noise' ('too few
+    runs' when there is no CI)."""
+    if math.isnan(low) or math.isnan(high):
+        return TOO_FEW
     if low > 1.0:
         return "faster"
     if high < 1.0:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .plot import _new_figure
+from .stats import TOO_FEW
 
 if TYPE_CHECKING:
     from .sweeps import SweepResult
@@ -42,7 +43,8 @@ def heatmap(result: SweepResult, x: str, y: str, title: str | None = None, **fix
         i, j = ys.index(row[y]), xs.index(row[x])
         grid[i, j] = row["speedup"]
         low, high = row["speedup_ci"]
-        mark = {"faster": "+", "slower": "-", "within noise": "~", "baseline": "="}[row["verdict"]]
+        marks = {"faster": "+", "slower": "-", "within noise": "~", "baseline": "=", TOO_FEW: "?"}
+        mark = marks[row["verdict"]]
         ax.text(
             j,
             i,

@@ -38,3 +38,13 @@ def test_quartiles_and_repeats_for_precision():
     assert stats.repeats_for_precision([10, 10, 10], 0.05) == 3
     # IQR/median = 0.2 -> (1.57 * 0.2 / 0.05)^2 = 39.4 -> 40 repeats
     assert stats.repeats_for_precision([9, 9, 10, 11, 11], 0.05) == 40
+
+
+def test_one_sample_never_gives_a_verdict():
+    """Before: with one run per cell the CI was (ratio, ratio), so 0.53 was called 'slower'."""
+    ratio, low, high = stats.bootstrap_ratio_ci([10.0], [19.0], np.random.default_rng(0))
+    assert ratio == pytest.approx(10 / 19) and np.isnan(low) and np.isnan(high)
+    assert stats.verdict(low, high) == stats.TOO_FEW
+    assert all(np.isnan(stats.bootstrap_median_ci([3.0], np.random.default_rng(0))))
+    _, low, high = stats.bootstrap_ratio_ci([10.0, 11.0], [19.0], np.random.default_rng(0))
+    assert stats.verdict(low, high) == stats.TOO_FEW

@@ -133,3 +133,18 @@ def test_bad_grids_are_refused():
         pg.sweep("two-networks", {"inter": [1]}, repeats=0, progress=False)
     with pytest.raises(TypeError, match="build"):
         pg.sweep(lambda: 42, {"inter": [1]}, progress=False, noise_check=False)
+
+
+def test_a_sweep_of_one_repeat_calls_no_difference():
+    result = pg.sweep(
+        "two-networks",
+        {"size": ["tiny"], "inter": [1, 2]},
+        repeats=1,
+        progress=False,
+        noise_check=False,
+        predict=False,
+    )
+    verdicts = [row["verdict"] for row in result.rows()]
+    assert verdicts == ["baseline", "too few runs"]
+    assert "too few runs" in str(result)
+    result.heatmap("inter", "size")  # draws the cell without a verdict
