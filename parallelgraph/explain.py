@@ -113,7 +113,7 @@ class Workers:
 
     used: int
     possible: int
-X
+    basis: str  # "the run's machine had 16 cores", "this machine's 2 cores; the trace does..."
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .lanes import LaneKind, parse_lane
-from .plot_layout import timeline_layout
+from .plot_hover import BarIndex, add_hover
+from .plot_layout import (
+    OP_BOTTOM,
+    OP_TOP,
+    SHARD_BOTTOM,
+    SHARD_TOP,
+    timeline_layout,
+    x_pixels_per_unit,
+)
 from .trace import Trace, TraceEvent
 
 if TYPE_CHECKING:
@@ -74,9 +82,6 @@ UNKNOWN_COLOR = "#999999"
 #: Scopes past the palette share this colour (and one legend entry), never a repeated one.
 OTHER_COLOR = "#c8c8c8"
 
-# Vertical geometry inside a row (rows are 1 data unit apart, the y axis points down).
-OP_TOP, OP_BOTTOM = -0.38, 0.38
-SHARD_TOP, SHARD_BOTTOM = 0.04, 0.36
 LABEL_UPPER = (OP_TOP + SHARD_TOP) / 2  # label of an op whose shards nest under it
 
 LABEL_FONTSIZE = 7.0
@@ -291,132 +296,11 @@ def gantt(
     if legend:
         _draw_legend(ax, colors, events, kinds, arrows)
     _fit_legend(ax.figure)
-    bars = _BarIndex.of(events, rows, window, lanes)
+    bars = BarIndex.of(events, rows, window, lanes)
     ax.parallelgraph_bars = bars  # what add_hover and the toolbar read
     ax.format_coord = bars.format_coord
     add_hover(ax)
     return ax.figure
-
-
-@dataclass
-class _BarIndex:
-    """Where each drawn bar is, to find the one under the mouse (hover, toolbar read-out)."""
-
-    events: list[TraceEvent]
-    left: Any  # ms, numpy arrays
-    right: Any
-    y: Any  # the middle of the bar's row
-    half: Any  # half the bar's height
-    lanes: list[str]
-    rows: _Rows
-    window: _Window
-
-    @classmethod
-    def of(cls, events: list[TraceEvent], rows: _Rows, window: _Window, lanes: list[str]) -> Any:
-        import numpy as np
-
-        shard = np.array([e.kind == "shard" for e in events], dtype=bool)
-        top = np.where(shard, SHARD_TOP, OP_TOP)
-        bottom = np.where(shard, SHARD_BOTTOM, OP_BOTTOM)
-        base = np.array([rows.y(e) for e in events], dtype=float)
-        return cls(
-            events,
-            np.array([window.ms(e.start) for e in events]),
-            np.array([window.ms(e.end) for e in events]),
-            base + (top + bottom) / 2,
-            (bottom - top) / 2,
-            lanes,
-            rows,
-            window,
-        )
-
-    def at(self, x: float, y: float, slack: float = 0.0) -> TraceEvent | None:
-        """The bar under (x ms, y row): the innermost (shards over ops, deeper over
-        shallower), `slack` ms of tolerance for hairline bars."""
-        import numpy as np
-
-        if not self.events:
-            return None
-        hit = (
-            (self.left - slack <= x) & (x <= self.right + slack) & (np.abs(self.y - y) <= self.half)
-        )
-        found = np.flatnonzero(hit)
-        if not len(found):
-            return None
-        best = min(found, key=lambda i: (self.right[i] - self.left[i], -self.events[i].depth))
-        return self.events[int(best)]
-
-    def lane_at(self, y: float) -> str:
-        for lane in self.lanes:
-            if self.rows.base[lane] - 0.5 <= y < self.rows.base[lane] + self.rows.depth[lane] - 0.5:
-                return lane
-        return ""
-
-    def format_coord(self, x: float, y: float) -> str:
-        """The toolbar's read-out: time and lane, and the op under the mouse."""
-        event = self.at(x, y)
-        where = f"t = {x:.3f} ms, lane {self.lane_at(y) or '-'}"
-        return f"{where}: {event.name} ({_duration_text(event.duration)})" if event else where
-
-
-def _duration_text(ns: int) -> str:
-    return f"{ns / 1e6:.3f} ms" if ns >= 1_000_000 else f"{ns / 1e3:.1f} us"
-
-
-def tooltip_text(event: TraceEvent, window_origin: int) -> str:
-    """What hovering a bar shows: name, scope, lane, start, duration, shapes, flops."""
-    name = event.name if event.shard is None else f"{event.name} [shard {event.shard}]"
-    lines = [
-        name,
-        f"scope {event.scope or '<root>'} · lane {event.lane}",
-        f"start {(event.start - window_origin) / 1e6:.3f} ms · {_duration_text(event.duration)}",
-    ]
-    if event.shapes:
-        lines.append(event.shapes)
-    if event.flops:
-        rate = event.flops / event.duration if event.duration else 0.0  # flop/ns = GFLOP/s
-        lines.append(f"{event.flops / 1e9:.3g} GFLOP at {rate:.3g} GFLOP/s")
-    return "\n".join(lines)
-
-
-def add_hover(ax: Axes) -> Any:
-    """Make hovering a bar of the timeline on `ax` show its tooltip (`tooltip_text`).
-
-    Works on any interactive canvas (ipympl under `%matplotlib widget`, Qt, Tk); on a static
-    one it costs nothing. Returns the tooltip (an Annotation, gid "hover-tooltip"). Drawn by
-    `gantt` on every timeline; call it again after redrawing by hand.
-    """
-    bars: _BarIndex | None = getattr(ax, "parallelgraph_bars", None)
-    if bars is None:
-        raise ValueError("add_hover: draw a timeline on these axes first (trace.plot(ax=ax))")
-    old = getattr(ax, "parallelgraph_tooltip", None)
-    if old is not None:
-        return old
-    tooltip = ax.annotate(
-        "", xy=(0, 0), xytext=(12, -12), textcoords="offset points", fontsize=8, va="top",
-        bbox={"boxstyle": "round,pad=0.4", "fc": "#fffff0", "ec": "#888888", "alpha": 0.95},
-        zorder=20, annotation_clip=False, visible=False,
-    )  # fmt: skip
-    tooltip.set_gid("hover-tooltip")
-
-    def on_move(mouse: Any) -> None:
-        event = None
-        if mouse.inaxes is ax and mouse.xdata is not None:
-            slack = 3.0 / max(_x_pixels_per_unit(ax), 1e-9)  # 3 px around hairlines
-            event = ax.parallelgraph_bars.at(mouse.xdata, mouse.ydata, slack)
-        if event is None:
-            if tooltip.get_visible():
-                tooltip.set_visible(False)
-                ax.figure.canvas.draw_idle()
-            return
-        tooltip.xy = (mouse.xdata, mouse.ydata)
-        tooltip.set_text(tooltip_text(event, ax.parallelgraph_bars.window.origin))
-        tooltip.set_visible(True)
-        ax.figure.canvas.draw_idle()
-
-    ax.figure.canvas.mpl_connect("motion_notify_event", on_move)
-    ax.parallelgraph_tooltip = tooltip
-    return tooltip
 
 
 def _fit_legend(figure: Figure) -> None:
@@ -744,18 +628,13 @@ def _artist_types() -> tuple[type, type]:
     return bars, labels
 
 
-def _x_pixels_per_unit(ax: Axes) -> float:
-    (x0, _), (x1, _) = ax.transData.transform([(0.0, 0.0), (1.0, 0.0)])
-    return abs(x1 - x0)
-
-
 def _draw_timeline_bars(self: Any, renderer: Any) -> None:
     """Edge the bars at least EDGE_MIN_PX wide at the current zoom; outline thinner ones in
     their own colour (so even an instant shows as a hairline), then draw."""
     import numpy as np
     from matplotlib.collections import PolyCollection
 
-    thin = self.widths_ms * _x_pixels_per_unit(self.axes) < EDGE_MIN_PX
+    thin = self.widths_ms * x_pixels_per_unit(self.axes) < EDGE_MIN_PX
     widths = np.where(thin, THIN_OUTLINE, self.edge_width)
     edges = np.where(thin[:, None], self.faces, self.edge_rgba)
     callback, self.stale_callback = self.stale_callback, None  # a draw must not mark stale
@@ -792,7 +671,7 @@ def _draw_bar_labels(self: Any, renderer: Any) -> None:
     ax = self.axes
     lo, hi = sorted(ax.get_xlim())
     left, right = np.maximum(self.left, lo), np.minimum(self.right, hi)
-    room = (right - left) * _x_pixels_per_unit(ax) - 2 * LABEL_PAD_PX
+    room = (right - left) * x_pixels_per_unit(ax) - 2 * LABEL_PAD_PX
     char_px = renderer.points_to_pixels(LABEL_FONTSIZE) * 0.25  # about the narrowest glyph
     lengths = np.fromiter((len(t) for t in self.texts), int, len(self.texts))
     text = Text(fontproperties=self.font, ha="center", va="center", clip_on=True)

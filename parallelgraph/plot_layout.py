@@ -23,6 +23,11 @@ from __future__ import annotations
 
 from typing import Any
 
+# Vertical geometry inside a timeline row (rows are 1 data unit apart, the y axis points down):
+# op bars fill most of the row, shards the lower part.
+OP_TOP, OP_BOTTOM = -0.38, 0.38
+SHARD_TOP, SHARD_BOTTOM = 0.04, 0.36
+
 PAD_PT = 4.0  # free space kept at the figure edges and around titles
 TICK_PAD_PT = 4.5  # lane names: gap to the axes (no tick marks; matplotlib's 3.5 pt pad, and 1)
 
@@ -149,3 +154,9 @@ def _time_axis_height(ax: Any, renderer: Any) -> float:
         + descent
         + _text_height(ax.xaxis.label, renderer, points(ax.xaxis.labelpad))
     )
+
+
+def x_pixels_per_unit(ax: Any) -> float:
+    """Screen pixels per data unit (ms) along the time axis, at the current zoom."""
+    (x0, _), (x1, _) = ax.transData.transform([(0.0, 0.0), (1.0, 0.0)])
+    return abs(x1 - x0)
