@@ -56,6 +56,9 @@ class Config:
     stream_policy: str = "branches"
     soft_placement: bool = True
     matmul_kernel: str = "blas"
+    #: Run matmul -> add(bias) [-> relu | tanh] as one step where nothing else needs the
+    #: intermediate values (see `parallelgraph.ops.fused`); outputs stay bit-identical.
+    fuse: bool = False
     #: executor="dask": a scheduler address ("tcp://host:8786"), or an existing
     #: `distributed.Client`; with neither, the session starts and owns a LocalCluster.
     dask_address: str | None = None
@@ -110,6 +113,8 @@ class Config:
             )
         if self.dask_address is not None and not isinstance(self.dask_address, str):
             raise ValueError(f"Config.dask_address must be a string, got {self.dask_address!r}")
+        if not isinstance(self.fuse, bool):
+            raise ValueError(f"Config.fuse must be True or False, got {self.fuse!r}")
         if not isinstance(self.soft_placement, bool):
             raise ValueError(
                 f"Config.soft_placement must be True or False, got {self.soft_placement!r}"

@@ -1,6 +1,9 @@
 """What a Session decides once per (graph, fetches, feeds, config): the Plan.
 
 - **Pruning**: only ops that some fetch needs run; a fed tensor cuts the graph there.
+- **Fusion** (`Config(fuse=True)`): a matmul with its bias add and activation becomes one step
+  where nothing else needs the values in between (`ops/fused.py`); not under the dask executor,
+  whose tasks already run a chain of ops on one worker.
 - **Order and dependencies**: the graph's op order is topological, so steps keep it, and each
   step knows its consumers and how many producing steps it waits for (its dependency count).
 - **Placement**: each op's device. Ops placed on gpu:0 run there when a GPU is usable (a real
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 from .config import Config
 from .errors import GraphError, describe
 from .graph import Graph, Op
+from .ops.fused import fuse_epilogues
 from .ops.registry import Cost, OpDef, opdef
 
 #: A shard should carry at least this much estimated work: a hand-off to another thread costs
@@ -111,8 +115,9 @@ def estimated_ns(definition: OpDef, cost: Cost) -> float:
     return cost.flops / definition.flops_per_ns + cost.bytes / BYTES_PER_NS
 
 
-def shard_bounds(definition: OpDef, op: Op, cost: Cost) -> tuple[tuple[int, int], ...]:
+def shard_bounds(definition: OpDef, op: Op) -> tuple[tuple[int, int], ...]:
     """Row ranges for the op's shards: a function of the op's shapes (and so of its cost) only."""
+    cost = definition.cost(op)
     rows = definition.rows(op)
     blocks = max(1, -(-rows // definition.row_align))
     wanted = int(estimated_ns(definition, cost) // MIN_SHARD_NS)
@@ -159,6 +164,13 @@ def build_plan(
     """Prune, order, place and shard. Raises GraphError for anything that cannot run."""
     fetches, fed_ids = tuple(fetches), {op.id for op in fed}
     needed = _needed_ops(fetches, fed_ids)
+    if config.fuse and config.executor != "dask":  # Dask runs a chain as one task already
+        placed = {
+            op.id: place(op, config, gpu_available)[0]
+            for op in needed
+            if op.id not in fed_ids and not opdef(op.type).is_source
+        }
+        needed = fuse_epilogues(needed, {op.id for op in fetches}, fed_ids, placed)
     slot_of = {op.id: slot for slot, op in enumerate(needed)}
     step_of: dict[int, int] = {}
     sources, notes = [], []
@@ -198,7 +210,7 @@ def build_plan(
                 slot=slot_of[op.id],
                 input_slots=tuple(slot_of[t.op.id] for t in op.inputs),
                 consumers=tuple(consumers[step_of[op.id]]),
-                shards=shard_bounds(definition, op, cost),
+                shards=shard_bounds(*definition.sharding(op)),
                 device=devices[op.id],
                 cost=cost,
                 stream=streams.get(step_of[op.id]),

@@ -110,16 +110,19 @@ def shapes_text(op: Any) -> str:
     return f"{inputs} -> {op.shape} {op.dtype.name}".strip()
 
 
-def _step_event(plan: Plan, record: StepRecord, shapes: dict[int, str]) -> TraceEvent:
+def _step_event(
+    plan: Plan, record: StepRecord, shapes: dict[int, str], renamed: dict[str, str]
+) -> TraceEvent:
     step = plan.steps[record.step]
     op = step.op
     if record.step not in shapes:
         shapes[record.step] = shapes_text(op)
     sharded = record.kind == "shard"
     share = len(step.shards) if sharded else 1
+    parts = op.attrs.get("covers", ()) if op.type == "fused" else ()
     return TraceEvent(
         name=op.name,
-        op_type=op.type,
+        op_type="+".join(part.type for part in parts) if parts else op.type,
         scope=op.scope,
         device=step.device,
         kind=record.kind,
@@ -129,7 +132,7 @@ def _step_event(plan: Plan, record: StepRecord, shapes: dict[int, str]) -> Trace
         flops=step.cost.flops // share,
         bytes=step.cost.bytes // share,
         shard=record.shard if sharded else None,
-        inputs=() if sharded else tuple(t.name for t in op.inputs),
+        inputs=() if sharded else tuple(renamed.get(t.name, t.name) for t in op.inputs),
         shapes=shapes[record.step],
     )
 
@@ -137,10 +140,16 @@ def _step_event(plan: Plan, record: StepRecord, shapes: dict[int, str]) -> Trace
 def _events_from_records(plan: Plan, records: list[tuple[Any, ...]]) -> tuple[TraceEvent, ...]:
     """TraceEvents from an executor's `StepRecord` and `CopyRecord` tuples."""
     shapes: dict[int, str] = {}  # per plan step, formatted once
+    renamed = {  # an op inside a fused step: its value comes from the step's event
+        part.name: step.op.name
+        for step in plan.steps
+        if step.op.type == "fused"
+        for part in step.op.attrs["covers"]
+    }
     events = [
         _copy_event(CopyRecord._make(raw))
         if raw[0] == "copy"
-        else _step_event(plan, StepRecord._make(raw), shapes)
+        else _step_event(plan, StepRecord._make(raw), shapes, renamed)
         for raw in records
     ]
     events.sort(key=lambda e: (e.start, e.kind != "op"))

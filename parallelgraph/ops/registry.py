@@ -77,6 +77,11 @@ class OpDef:
         """Fill rows [row_start, row_stop) of the prepared `work` (this is shard `shard`)."""
         raise NotImplementedError
 
+    def sharding(self, op: Any) -> tuple[OpDef, Any]:
+        """Whose shapes decide this op's shard boundaries: its own (a fused op: its matmul's,
+        so that its rows are cut exactly as the matmul alone would cut them)."""
+        return self, op
+
     def finish(self, op: Any, work: Any) -> np.ndarray:
         """Turn the filled work into the output value (combine partials in shard order)."""
         return work[-1]

@@ -1,0 +1,159 @@
+"""Fused epilogues: `matmul -> add(bias) [-> relu | tanh]` run as one step, row block by row block.
+
+TensorFlow's oneDNN path fuses MatMul with its BiasAdd (and an activation); so do we, with
+`Config(fuse=True)`. The plan (`fuse_epilogues`, called by `plan.build_plan`) replaces such a
+chain by one op of type "fused" when nothing else needs the intermediate values: the matmul's
+output feeds only the add, the add's output only the activation, neither is fetched or fed,
+all run on the same CPU device, and the add keeps the matmul's shape (a bias over the last axis,
+a scalar or an equal-shaped tensor).
+
+The fused op takes the place of the chain's last op (its id, so every consumer still finds its
+value) and is named after all of them ("net1/MatMul+Add+Relu"), so the timeline's bar says which
+ops it covers. `FusedEpilogue` composes the ops' own definitions: `prepare` prepares each on
+the previous one's output buffer, and `compute` runs, for one row range, the matmul's kernel and
+then the add's and the activation's on the same rows, while they are in cache. The shards are
+the matmul's own, so every number is computed by the same kernels on the same row blocks as
+without fusion: outputs are bit-identical to the unfused sequential reference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from ..graph import Op
+from .registry import Arrays, Cost, OpDef, opdef, register
+
+#: Op types that can end a fused chain after the add.
+ACTIVATIONS = ("relu", "tanh")
+FUSED = "fused"
+
+
+def covered(op: Op) -> tuple[Op, ...]:
+    """The original ops a fused op runs (the op itself for any other op)."""
+    return op.attrs["covers"] if op.type == FUSED else (op,)
+
+
+@register
+class FusedEpilogue(OpDef):
+    type = FUSED
+    default_name = "Fused"
+
+    def cost(self, op: Any) -> Cost:
+        costs = [opdef(part.type).cost(part) for part in covered(op)]
+        return Cost(sum(c.flops for c in costs), sum(c.bytes for c in costs))
+
+    def rows(self, op: Any) -> int:
+        matmul = covered(op)[0]
+        return opdef(matmul.type).rows(matmul)
+
+    def sharding(self, op: Any) -> tuple[OpDef, Any]:
+        matmul = covered(op)[0]
+        return opdef(matmul.type), matmul
+
+    def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Any, np.dtype]:
+        last = attrs["covers"][-1]
+        return last.shape, last.dtype
+
+    def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
+        """Each covered op prepared on the previous one's output buffer (filled later)."""
+        matmul, *epilogue = covered(op)
+        works = [opdef(matmul.type).prepare(matmul, args[:2], num_shards, config)]
+        extra = iter(args[2:])
+        for part in epilogue:
+            previous = works[-1][-1]  # the output buffer of the op before
+            operands = [
+                previous if tensor.op is _before(op, part) else next(extra)
+                for tensor in part.inputs
+            ]
+            works.append(opdef(part.type).prepare(part, operands, num_shards, config))
+        return tuple(works)
+
+    def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
+        for part, part_work in zip(covered(op), work):
+            opdef(part.type).compute(part, part_work, shard, row_start, row_stop)
+
+    def finish(self, op: Any, work: Any) -> np.ndarray:
+        parts = covered(op)
+        return opdef(parts[-1].type).finish(parts[-1], work[-1])
+
+    def reference(self, op: Any, args: Arrays) -> np.ndarray:
+        matmul, *epilogue = covered(op)
+        value = opdef(matmul.type).reference(matmul, args[:2])
+        extra = iter(args[2:])
+        for part in epilogue:
+            operands = [
+                value if tensor.op is _before(op, part) else next(extra) for tensor in part.inputs
+            ]
+            value = opdef(part.type).reference(part, operands)
+        return value
+
+
+def _before(fused: Op, part: Op) -> Op:
+    parts = covered(fused)
+    return parts[parts.index(part) - 1]
+
+
+def _chain_from(
+    matmul: Op,
+    consumers: dict[int, list[Op]],
+    fetched: set[int],
+    fed: set[int],
+    device: dict[int, str],
+) -> list[Op] | None:
+    """matmul -> add [-> activation], if the rules of the module docstring allow it: the chain
+    stops after a fetched op (its value must be kept) and never takes in a fed one."""
+    chain = [matmul]
+    for wanted in (("add",), ACTIVATIONS):
+        last = chain[-1]
+        users = consumers.get(last.id, [])
+        if last.id in fetched or len(users) != 1 or users[0].type not in wanted:
+            break
+        nxt = users[0]
+        if nxt.id in fed or device.get(nxt.id) != device[matmul.id]:
+            break  # its value comes from the feed, or it runs elsewhere
+        if nxt.shape != matmul.shape or sum(t.op is last for t in nxt.inputs) != 1:
+            break  # a broadcast that grows the shape, or add(x, x): not an epilogue
+        chain.append(nxt)
+    return chain if len(chain) > 1 else None
+
+
+def fuse_epilogues(
+    ops: list[Op], fetched: Iterable[int], fed: Iterable[int], device: dict[int, str]
+) -> list[Op]:
+    """`ops` (a plan's ops in graph order) with each fusable chain replaced by one fused op.
+
+    `fetched` and `fed`: ids of ops whose values are fetched or fed; `device`: each op's
+    placement. The fused op has the id, position and device of the chain's last op, so consumers
+    and slots are unchanged; `device` gets no new entries.
+    """
+    fetched, fed = set(fetched), set(fed)
+    consumers: dict[int, list[Op]] = {}
+    for op in ops:
+        for tensor in op.inputs:
+            consumers.setdefault(tensor.op.id, []).append(op)
+    fused_at: dict[int, Op] = {}
+    dropped: set[int] = set()
+    for op in ops:
+        if op.type != "matmul" or op.id in fed or not device[op.id].startswith("cpu"):
+            continue
+        chain = _chain_from(op, consumers, fetched, fed, device)
+        if chain is None or any(part.id in fused_at for part in chain[1:]):
+            continue  # no chain, or its add already ends another matmul's chain
+        last = chain[-1]
+        inputs = tuple(op.inputs) + tuple(
+            tensor
+            for before, part in itertools.pairwise(chain)
+            for tensor in part.inputs
+            if tensor.op is not before
+        )
+        name = "+".join([chain[0].name, *(part.name.rsplit("/", 1)[-1] for part in chain[1:])])
+        fused_at[last.id] = dataclasses.replace(
+            last, type=FUSED, name=name, inputs=inputs, attrs={"covers": tuple(chain)}
+        )
+        dropped.update(part.id for part in chain[:-1])
+    return [fused_at.get(op.id, op) for op in ops if op.id not in dropped]
