@@ -95,7 +95,10 @@ MAX_PINNED = 4
 PNG_DPI = 100
 #: The interactive canvas has a fixed size in pixels (a PNG scales down with the panel, a
 #: canvas does not): draw it at a resolution that fits a notebook cell of JupyterLab.
-CANVAS_WIDTH_PX = 880
+CANVAS_WIDTH_PX = 840
+#: Room to the right of the canvas for ipympl's toolbar, which floats over the figure's right
+#: edge (where the legend is) unless the widget leaves it a margin of its own.
+TOOLBAR_ROOM = "0 44px 0 0"
 PROGRESS_EVERY_S = 0.25
 
 Ending = Literal["done", "stopped", "interrupted", "failed"]
@@ -847,6 +850,7 @@ class Dashboard:
             format="png", layout=w.Layout(max_width="100%", height="auto", display="none")
         )
         self.timeline = w.Box([self.gantt])
+        self._canvas_area = w.Output()  # holds the ipympl canvas (interactive timelines)
         self.table = w.HTML("", layout=w.Layout(flex="0 0 auto"))
         self.explanation = w.HTML(
             "", layout=w.Layout(flex="1 1 360px", min_width="360px", margin="0 0 0 16px")
@@ -1115,21 +1119,22 @@ class Dashboard:
         self.clear_button.disabled = not self.pinned or self._busy
 
     def _show_figure(self, figure: Any) -> None:
-        """The figure as PNG bytes in the Image widget, or (interactive) on the dashboard's
-        one ipympl canvas. The canvas is kept and given each new figure: replacing the canvas
-        widget would leave the old view in the page (ipympl's view is not removed with its
-        Box child) and make the page jump."""
+        """The figure as PNG bytes in the Image widget, or (interactive) on a new ipympl canvas
+        that replaces the previous one in an Output widget, whose output area disposes of the
+        old view (a canvas swapped in a Box left its old view in the page; one canvas given
+        each new figure in turn froze in the browser, which waits for an image per request)."""
         self._figure = figure
         if not self.interactive:
             self.gantt.value = figure_png(figure)
             self.gantt.layout.display = None
             return
         figure.set_dpi(min(PNG_DPI, CANVAS_WIDTH_PX / figure.get_figwidth()))
-        if self._canvas is None:
-            self._canvas = _ipympl_canvas(figure)
-            self.timeline.children = (self._canvas,)
-        else:
-            _show_on_canvas(self._canvas, figure)
+        old, self._canvas = self._canvas, _ipympl_canvas(figure)
+        if not self.timeline.children or self.timeline.children[0] is not self._canvas_area:
+            self.timeline.children = (self._canvas_area,)
+        self._canvas_area.outputs = (_widget_output(self._canvas),)
+        if old is not None:
+            _close_canvas(old)
 
     def _show_error(self, error: BaseException) -> None:
         self.ending, self.error = "failed", error
@@ -1160,33 +1165,25 @@ def _ipympl_canvas(figure: Any) -> Any:
     """An ipympl canvas (with its toolbar) for a figure made without pyplot."""
     from ipympl.backend_nbagg import Canvas, FigureManager
 
-    canvas = figure.canvas if isinstance(figure.canvas, Canvas) else Canvas(figure)
-    if getattr(canvas, "manager", None) is None:
-        FigureManager(canvas, 0)
+    canvas = Canvas(figure)
+    FigureManager(canvas, 0)
     canvas.header_visible = False
     canvas.footer_visible = False
     canvas.resizable = False
     canvas.toolbar_position = "right"  # beside the figure, never over the lane names
+    canvas.layout.padding = TOOLBAR_ROOM  # ... nor over the legend
     canvas.add_class("pg-canvas")
     return canvas
 
 
-def _show_on_canvas(canvas: Any, figure: Any) -> None:
-    """Move an ipympl canvas to another figure: the figure's callbacks (the hover tooltip) come
-    with it; the toolbar's pan/zoom handlers are connected again (they were registered on the
-    old figure), its view history starts anew, and the front end is told the new size."""
-    figure.set_canvas(canvas)
-    canvas.figure = figure
-    toolbar = canvas.toolbar
-    if toolbar is not None:
-        canvas.mpl_connect("button_press_event", toolbar._zoom_pan_handler)
-        canvas.mpl_connect("button_release_event", toolbar._zoom_pan_handler)
-        canvas.mpl_connect("motion_notify_event", toolbar.mouse_move)
-        toolbar.update()
-    width, height = figure.bbox.size
-    canvas.manager.resize(width, height)
-    canvas._force_full = True
-    canvas.draw_idle()
+def _widget_output(widget: Any) -> dict[str, Any]:
+    """An output-area entry that shows `widget` (what `display(widget)` would append)."""
+    view = {"version_major": 2, "version_minor": 0, "model_id": widget.model_id}
+    return {
+        "output_type": "display_data",
+        "data": {"text/plain": repr(widget), "application/vnd.jupyter.widget-view+json": view},
+        "metadata": {},
+    }
 
 
 def _close_canvas(canvas: Any) -> None:

@@ -223,7 +223,8 @@ def lab(tmp_path):
 
 # -- the test -------------------------------------------------------------------------------
 #: A hash of the timeline's pixels: the ipympl canvas (its first <canvas>, the image; the second
-#: is the zoom rubber band), or the PNG <img> drawn onto a canvas. 0 while nothing is drawn.
+#: is the zoom rubber band), or the PNG <img> drawn onto a canvas. 0 while nothing (or only a
+#: stale picture) is drawn.
 TIMELINE_HASH = """() => {
     const box = document.querySelector('.pg-dashboard .pg-timeline');
     if (!box) return 0;
@@ -237,12 +238,18 @@ TIMELINE_HASH = """() => {
     }
     if (!source.width || !source.height) return 0;
     const data = source.getContext('2d').getImageData(0, 0, source.width, source.height).data;
-    let hash = 0, ink = 0;
+    // Every timeline has its time axis at the bottom: a picture without ink there is a stale
+    // image stretched to a new size, not the new figure.
+    const bottom = 4 * source.width * Math.floor(source.height * 0.9);
+    let hash = 0, ink = 0, bottomInk = 0;
     for (let i = 0; i < data.length; i += 4) {
         hash = (hash * 31 + data[i] + 7 * data[i + 1] + 13 * data[i + 2]) % 1000000007;
-        if (data[i] < 250 || data[i + 1] < 250 || data[i + 2] < 250) ink++;
+        if (data[i] < 250 || data[i + 1] < 250 || data[i + 2] < 250) {
+            ink++;
+            if (i >= bottom) bottomInk++;
+        }
     }
-    return ink > 100 ? hash : 0;
+    return ink > 100 && bottomInk > 20 ? hash : 0;
 }"""
 
 
@@ -257,6 +264,8 @@ def wait_for_new_timeline(page, old: int) -> int:
         arg=old,
         timeout=RERUN_S * 1000,
     )
+    figures = page.locator(".pg-dashboard .pg-timeline .jupyter-matplotlib")
+    sync_api.expect(figures).to_have_count(1)  # the old figure's view is gone
     return timeline_hash(page)
 
 
@@ -337,6 +346,14 @@ def test_own_graph_dashboard_in_jupyterlab(lab, tmp_path, record_property):
             expect(dashboard.locator(".pg-summary")).to_contain_text(re.compile(r"\d\.\d\dx"))
             expect(dashboard.locator(".pg-explain")).to_contain_text("branch0")
             assert dashboard.locator(".pg-error").count() == 0
+            # Hover the timeline: ipympl's toolbar shows, beside the figure (not over it).
+            canvas = dashboard.locator(".pg-timeline .jupyter-matplotlib-canvas-div").first
+            box = canvas.bounding_box()
+            canvas.hover(position={"x": box["width"] * 0.3, "y": box["height"] * 0.45})
+            toolbar = dashboard.locator(".pg-timeline .jupyter-matplotlib-toolbar")
+            expect(toolbar).to_be_visible()
+            bar = toolbar.bounding_box()
+            assert bar["x"] >= box["x"] + box["width"] - 2, "the toolbar covers the figure"
             pinned_shot = shots / "02_pinned_and_inter_op_2.png"
             dashboard.screenshot(path=str(pinned_shot))
 

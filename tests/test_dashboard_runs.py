@@ -48,6 +48,21 @@ def long_dash():
     dashboard.close()
 
 
+def time_run_ends(dash: widgets.Dashboard) -> list[float]:
+    """Record when each run's measurement returns (before the timeline is drawn)."""
+    ends: list[float] = []
+    run = dash.runner.run
+
+    def timed(*args, **kwargs):
+        try:
+            return run(*args, **kwargs)
+        finally:
+            ends.append(time.perf_counter())
+
+    dash.runner.run = timed
+    return ends
+
+
 def assert_idle_and_said(dash: widgets.Dashboard, ending: str, words: str) -> None:
     """The state every ending must leave: status and message true, buttons usable."""
     assert dash.ending == ending and not dash.busy
@@ -69,6 +84,7 @@ def wait_for_traced_runs(dash: widgets.Dashboard, count: int, timeout: float = 6
 
 # -- endings --------------------------------------------------------------------------------
 def test_stop_ends_a_long_run_within_a_second_and_keeps_what_was_measured(long_dash):
+    ends = time_run_ends(long_dash)
     long_dash.run()
     assert long_dash.busy and not long_dash.stop_button.disabled
     assert long_dash.run_button.disabled and long_dash.pin_button.disabled
@@ -76,7 +92,8 @@ def test_stop_ends_a_long_run_within_a_second_and_keeps_what_was_measured(long_d
     pressed = time.perf_counter()
     long_dash.stop_button.click()
     long_dash.wait(timeout=10)
-    assert time.perf_counter() - pressed < 1.0
+    assert ends[-1] - pressed < 1.0  # the run ended; drawing what it measured comes after
+    assert time.perf_counter() - pressed < 5.0
     assert_idle_and_said(long_dash, "stopped", "stopped (Stop) after")
     result = long_dash.result
     assert result.ending == "stopped" and 2 <= result.runs < 50
@@ -93,13 +110,14 @@ def test_stop_inside_a_single_long_run_ends_it_between_ops(long_dash):
     long_dash.controls["width"].value = 512
     long_dash.controls["layers"].value = 400
     long_dash.controls["repeats"].value = 1
+    ends = time_run_ends(long_dash)
     long_dash.run()
     wait_for_traced_runs(long_dash, 0)
     time.sleep(0.5)  # inside the warm-up or the traced run
     pressed = time.perf_counter()
     long_dash.stop()
     long_dash.wait(timeout=10)
-    assert time.perf_counter() - pressed < 1.0
+    assert ends[-1] - pressed < 1.0
     assert_idle_and_said(long_dash, "stopped", "nothing measured")
     assert long_dash.result is None  # nothing traced: nothing drawn
     session = long_dash.runner.session
@@ -107,6 +125,7 @@ def test_stop_inside_a_single_long_run_ends_it_between_ops(long_dash):
 
 
 def test_a_kernel_interrupt_while_a_cell_waits_ends_the_run(long_dash):
+    ends = time_run_ends(long_dash)
     long_dash.run()
     wait_for_traced_runs(long_dash, 1)
     timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
@@ -114,7 +133,7 @@ def test_a_kernel_interrupt_while_a_cell_waits_ends_the_run(long_dash):
     pressed = time.perf_counter()
     result = long_dash.wait(timeout=60)  # the SIGINT lands here, in the main thread
     timer.join()
-    assert time.perf_counter() - pressed < 2.0
+    assert ends[-1] - pressed < 0.3 + 1.0
     assert_idle_and_said(long_dash, "interrupted", "interrupted (kernel interrupt) after")
     assert result is long_dash.result and result.runs >= 1
     assert "interrupted" in long_dash.message.value and result.ending == "interrupted"
@@ -168,6 +187,16 @@ def test_a_build_function_that_raises_is_a_failed_run():
 
 
 # -- the interactive timeline ---------------------------------------------------------------
+def shown_canvas(dash):
+    """The ipympl canvas the dashboard's timeline shows (in its Output area)."""
+    from ipywidgets import Widget
+
+    (area,) = dash.timeline.children
+    (output,) = area.outputs
+    model_id = output["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+    return Widget.widgets[model_id]
+
+
 def hover(canvas, ax):
     """Move the mouse over the widest bar through ipympl's message path; return the tooltip."""
     canvas.draw()
@@ -201,7 +230,7 @@ def test_the_interactive_timeline_is_an_ipympl_canvas_with_a_hover_tooltip():
     try:
         dash.run()
         dash.wait(timeout=60)
-        (canvas,) = dash.timeline.children
+        canvas = shown_canvas(dash)
         assert isinstance(canvas, ipympl.Canvas) and canvas.toolbar is not None
         assert canvas.toolbar_position == "right" and not canvas.header_visible
         figure = canvas.figure
@@ -214,8 +243,9 @@ def test_the_interactive_timeline_is_an_ipympl_canvas_with_a_hover_tooltip():
         assert f"lane {event.lane}" in tooltip.get_text()
         dash.controls["inter_op_threads"].value = 1
         dash.wait(timeout=60)
-        (same,) = dash.timeline.children  # one canvas, given the new figure: no page jump
-        assert same is canvas and canvas.figure is not figure
+        new = shown_canvas(dash)  # a new canvas replaces the old one, which is closed
+        assert new is not canvas and new.figure is not figure and canvas.comm is None
+        canvas = new
         assert canvas.figure.axes[0].get_title("left").startswith("three_branches: inter-op 1")
         assert hover(canvas, canvas.figure.axes[0]).get_visible()  # hover moved along
         ax = canvas.figure.axes[0]
