@@ -39,6 +39,7 @@ import numpy as np
 from . import stats
 from .config import ALIASES, Config
 from .graph import Graph
+from .measure import Planned, run_schedule
 from .session import Session
 from .trace import Trace
 
@@ -331,9 +332,8 @@ def sweep(
     result = SweepResult(grid, cells, [], baseline=base_index, seed=seed)
     sessions = _open_sessions(_builder(build), cells)
     try:
-        for session, fetch in sessions:
-            for _ in range(warmup):
-                session.run(fetch)
+        warmups = [Planned(i, *pair, traced=False) for i, pair in enumerate(sessions)] * warmup
+        run_schedule(warmups, lambda *_: None, keep_interrupted=False)
         if noise_check:
             result.noise = _noise_check(sessions[base_index], repeats, precision)
             if result.noise.get("warning"):
@@ -369,11 +369,12 @@ def _open_sessions(
 
 
 def _noise_check(session_fetch: tuple[Session, Any], repeats: int, precision: float) -> dict:
-    session, fetch = session_fetch
-    samples = []
-    for _ in range(5):
-        _, trace = session.run(fetch, trace=True)
-        samples.append(trace.makespan_ms)
+    samples: list[float] = []
+    run_schedule(
+        [Planned("noise", *session_fetch)] * 5,
+        lambda planned, trace, wall_ms: samples.append(trace.makespan_ms),
+        keep_interrupted=False,
+    )
     needed = stats.repeats_for_precision(samples, precision)
     noise = {
         "relative_iqr": stats.relative_iqr(samples),
@@ -395,29 +396,31 @@ def _measure_rounds(
     seed: int,
     progress: bool,
 ) -> bool:
-    """Shuffled interleaved rounds; False if interrupted (what was measured is kept)."""
+    """Shuffled interleaved rounds through the shared measured-run loop
+    (`measure.run_schedule`); False if interrupted (what was measured is kept)."""
     rng = np.random.default_rng(seed)
-    bar = _progress_bar(repeats * len(sessions), progress)
+    schedule = [
+        Planned((round_index, position, int(cell)), *sessions[cell])
+        for round_index in range(repeats)
+        for position, cell in enumerate(rng.permutation(len(sessions)))
+    ]
+    bar = _progress_bar(len(schedule), progress)
+
+    def keep(planned: Planned, trace: Trace | None, wall_ms: float) -> None:
+        round_index, position, cell = planned.key
+        assert trace is not None
+        result.measurements.append(
+            Measurement(cell, round_index, position, trace.makespan_ms, wall_ms)
+        )
+        result.traces.setdefault(cell, []).append(trace)
+        if bar is not None:
+            bar.update(1)
+
     try:
-        for round_index in range(repeats):
-            order = rng.permutation(len(sessions))
-            for position, cell in enumerate(order):
-                session, fetch = sessions[cell]
-                started = _clock()
-                _, trace = session.run(fetch, trace=True)
-                wall = (_clock() - started) / 1e6
-                result.measurements.append(
-                    Measurement(int(cell), round_index, position, trace.makespan_ms, wall)
-                )
-                result.traces.setdefault(int(cell), []).append(trace)
-                if bar is not None:
-                    bar.update(1)
-    except KeyboardInterrupt:
-        return False
+        return run_schedule(schedule, keep) == "done"
     finally:
         if bar is not None:
             bar.close()
-    return True
 
 
 def _progress_bar(total: int, enabled: bool) -> Any:
@@ -428,12 +431,6 @@ def _progress_bar(total: int, enabled: bool) -> Any:
     except ImportError:  # pragma: no cover - tqdm is a dependency
         return None
     return tqdm(total=total, desc="sweep", unit="run", leave=False)
-
-
-def _clock() -> int:
-    import time
-
-    return time.perf_counter_ns()
 
 
 def _split(cell: Mapping[str, Any]) -> tuple[tuple, dict[str, Any]]:
