@@ -101,7 +101,8 @@ CANVAS_WIDTH_PX = 840
 TOOLBAR_ROOM = "0 44px 0 0"
 PROGRESS_EVERY_S = 0.25
 
-Ending = Literal["done", "stopped", "interrupted", "failed"]
+#: How the dashboard's last run ended ("not run" before the first).
+Ending = Literal["not run", "done", "stopped", "interrupted", "failed"]
 
 
 # -- the knobs ------------------------------------------------------------------------------
@@ -681,7 +682,7 @@ class Dashboard:
         self.result: Result | None = None
         self.pinned: list[Result] = []
         self.error: BaseException | None = None
-        self.ending: str = "not run"
+        self.ending: Ending = "not run"
         self.runs = 0
         self._lock = threading.Lock()
         self._idle = threading.Event()

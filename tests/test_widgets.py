@@ -93,6 +93,24 @@ def test_build_function_parameters_become_interact_controls(own):
     assert {"inter_op_threads", "intra_op_threads", "streams", "executor", "device"} <= set(c)
 
 
+def test_explicit_widgets_and_fixed_values_are_accepted():
+    ipywidgets = pytest.importorskip("ipywidgets")
+    slider = ipywidgets.IntSlider(min=8, max=64, value=16, description="rows")
+    dashboard = pg.dashboard(three_branches, batch=slider, width=ipywidgets.fixed(32), repeats=1)
+    try:
+        assert dashboard.controls["batch"] is slider and slider.description == "rows"
+        assert not slider.continuous_update
+        dashboard.run()
+        assert dashboard.wait(timeout=60).params == {
+            "batch": 16,
+            "width": 32,
+            "branches": 3,
+            "dtype": "float32",
+        }
+    finally:
+        dashboard.close()
+
+
 def test_scripting_contract_on_your_own_graph(own):
     assert own.status.startswith("not run")
     own.run()
