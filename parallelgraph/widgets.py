@@ -1032,6 +1032,9 @@ class Dashboard:
 
     def pin(self) -> None:
         """Keep the current result for comparison (at most MAX_PINNED, the oldest dropped)."""
+        if self._busy:  # the run thread owns the output area until the run ends
+            self.message.value = "<i>A run is going: pin when it has ended.</i>"
+            return
         if self.result is None:
             self.message.value = "<i>Run first: there is nothing to pin yet.</i>"
             return
@@ -1040,6 +1043,9 @@ class Dashboard:
         self._redraw()
 
     def clear_pins(self) -> None:
+        """Forget the pinned runs (ignored while a run is going, like the greyed button)."""
+        if self._busy:
+            return
         self.pinned = []
         self._redraw()
 

@@ -89,6 +89,8 @@ def test_stop_ends_a_long_run_within_a_second_and_keeps_what_was_measured(long_d
     assert long_dash.busy and not long_dash.stop_button.disabled
     assert long_dash.run_button.disabled and long_dash.pin_button.disabled
     wait_for_traced_runs(long_dash, 2)
+    long_dash.pin()  # the run thread owns the output area: pinning waits for the end
+    assert long_dash.pinned == [] and "pin when it has ended" in long_dash.message.value
     pressed = time.perf_counter()
     long_dash.stop_button.click()
     long_dash.wait(timeout=10)
