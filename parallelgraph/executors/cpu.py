@@ -12,16 +12,14 @@ intra-op pool is shared by all ops running concurrently within that run.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from .._blas import BLAS_LIMIT
 from ..config import Config
 from ..plan import Plan, Step
-from .pools import InterOpPool, IntraOpPool, Recorder, ShardJob
+from .pools import InterOpPool, IntraOpPool, Recorder
 from .scheduler import Run
-
-clock = time.perf_counter_ns
+from .step import execute_step
 
 
 class ThreadsExecutor:
@@ -114,42 +112,6 @@ class ThreadsExecutor:
         self.close()
 
 
-def execute_step(
-    step: Any,
-    args: list[Any],
-    lane: str,
-    record: Recorder | None,
-    config: Config,
-    intra: IntraOpPool,
-) -> Any:
-    """Run one op (all its shards) on the calling thread, with helpers from `intra`.
-
-    `step` is a plan Step or anything with its `index`, `op`, `definition` and `shards` (the Dask
-    executor sends workers such a stand-in). The op's event goes to `record` on `lane`, its
-    shards on the lanes of the threads that computed them.
-    """
-    op, definition, shards = step.op, step.definition, step.shards
-    start = clock() if record else 0
-    work = definition.prepare(op, args, len(shards), config)
-    if len(shards) == 1:
-        definition.compute(op, work, 0, *shards[0])
-    else:
-        job = ShardJob(
-            len(shards),
-            lambda shard: definition.compute(op, work, shard, *shards[shard]),
-            step.index,
-            record,
-            clock,
-        )
-        intra.run(job, lane)
-        if job.error is not None:
-            raise job.error
-    value = definition.finish(op, work)
-    if record:
-        record(("op", step.index, lane, start, clock(), -1))
-    return value
-
-
 class SequentialExecutor(ThreadsExecutor):
     """The reference: the same loop and the same shards on the calling thread alone."""
 
@@ -157,14 +119,3 @@ class SequentialExecutor(ThreadsExecutor):
 
     def __init__(self, config: Config):
         super().__init__(config.replace(inter_op_threads=1, intra_op_threads=1))
-
-
-def make_executor(config: Config) -> Any:
-    """The executor named by `config.executor` (threads counts already resolved)."""
-    if config.executor == "sequential":
-        return SequentialExecutor(config)
-    if config.executor == "dask":
-        from .dask import DaskExecutor  # imports dask.distributed only when asked for
-
-        return DaskExecutor(config)
-    return ThreadsExecutor(config)

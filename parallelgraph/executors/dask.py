@@ -23,7 +23,7 @@ OpDef, the shards, and the session's Config without the client), made once per p
 is a reference to the producing task or to a source's future, so Dask moves values between
 workers and starts a task when its inputs exist. `FUSE_CHAINS = False` makes every step its own
 task (benchmarks/dask_overhead.py compares the two). A worker runs a step exactly as the threads
-executor does (`cpu.execute_step`: the same shards, the same kernels, partial sums in shard
+executor does (`step.execute_step`: the same shards, the same kernels, partial sums in shard
 order), so outputs are bit-identical to the sequential reference. Each worker process owns one
 intra-op pool of `intra_op_threads` (made on its first task, shared by all tasks on that worker)
 and holds BLAS to one thread while any of our tasks runs (`_blas.BLAS_LIMIT`, process-wide and
@@ -97,8 +97,8 @@ from .._blas import single_threaded_blas
 from ..config import Config
 from ..errors import GraphError, describe
 from ..plan import Plan, Step
-from .cpu import execute_step
 from .pools import IntraOpPool
+from .step import execute_step
 
 clock = time.perf_counter_ns
 
@@ -147,7 +147,7 @@ class OpSpec:
 
 @dataclass(frozen=True)
 class StepSpec:
-    """What a worker needs to run one step with `cpu.execute_step`."""
+    """What a worker needs to run one step with `step.execute_step`."""
 
     index: int
     op: OpSpec

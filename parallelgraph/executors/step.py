@@ -1,0 +1,54 @@
+"""Running one step: an op's shards on the calling thread and an intra-op pool, one trace event.
+
+The one place an op is executed on the CPU, whoever schedules it: the threads and sequential
+executors call it from their scheduling loop (`cpu.py`), Dask workers from their tasks
+(`dask.py`). Both therefore compute the same shards with the same kernels and combine partial
+results in the same order, which is what makes their outputs bit-identical. It lives in its own
+module so that neither executor imports the other.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..config import Config
+from .pools import IntraOpPool, Recorder, ShardJob
+
+clock = time.perf_counter_ns
+
+
+def execute_step(
+    step: Any,
+    args: list[Any],
+    lane: str,
+    record: Recorder | None,
+    config: Config,
+    intra: IntraOpPool,
+) -> Any:
+    """Run one op (all its shards) on the calling thread, with helpers from `intra`.
+
+    `step` is a plan Step or anything with its `index`, `op`, `definition` and `shards` (the Dask
+    executor sends workers such a stand-in). The op's event goes to `record` on `lane`, its
+    shards on the lanes of the threads that computed them.
+    """
+    op, definition, shards = step.op, step.definition, step.shards
+    start = clock() if record else 0
+    work = definition.prepare(op, args, len(shards), config)
+    if len(shards) == 1:
+        definition.compute(op, work, 0, *shards[0])
+    else:
+        job = ShardJob(
+            len(shards),
+            lambda shard: definition.compute(op, work, shard, *shards[shard]),
+            step.index,
+            record,
+            clock,
+        )
+        intra.run(job, lane)
+        if job.error is not None:
+            raise job.error
+    value = definition.finish(op, work)
+    if record:
+        record(("op", step.index, lane, start, clock(), -1))
+    return value
