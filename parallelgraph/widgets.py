@@ -516,8 +516,8 @@ def figure_png(figure: Any, dpi: int = PNG_DPI) -> bytes:
     from PIL import Image
 
     figure.set_dpi(dpi)
-    canvas = figure.canvas if isinstance(figure.canvas, FigureCanvasAgg) else None
-    canvas = canvas or FigureCanvasAgg(figure)
+    # A plain Agg canvas (not an interactive one, which would also send the picture).
+    canvas = figure.canvas if type(figure.canvas) is FigureCanvasAgg else FigureCanvasAgg(figure)
     canvas.draw()
     image = Image.frombuffer(
         "RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1
@@ -1131,6 +1131,7 @@ class Dashboard:
         old view (a canvas swapped in a Box left its old view in the page; one canvas given
         each new figure in turn froze in the browser, which waits for an image per request)."""
         self._figure = figure
+        _leave_pyplot(figure)
         if not self.interactive:
             self.gantt.value = figure_png(figure)
             self.gantt.layout.display = None
@@ -1181,6 +1182,23 @@ def _ipympl_canvas(figure: Any) -> Any:
     canvas.layout.padding = TOOLBAR_ROOM  # ... nor over the legend
     canvas.add_class("pg-canvas")
     return canvas
+
+
+def _leave_pyplot(figure: Any) -> None:
+    """Under `%matplotlib widget` the timeline's figure is made by pyplot, which would keep it
+    (one more open figure per run) and show it again below the cell; the dashboard shows it
+    itself, so pyplot lets it go (the figure stays usable)."""
+    import sys
+
+    manager = getattr(figure.canvas, "manager", None)
+    if manager is None or "matplotlib.pyplot" not in sys.modules:
+        return
+    from matplotlib._pylab_helpers import Gcf
+
+    if Gcf.get_fig_manager(manager.num) is manager:
+        Gcf.figs.pop(manager.num, None)  # not plt.close: that would close the canvas widget
+        if hasattr(figure.canvas, "close"):
+            figure.canvas.close()
 
 
 def _widget_output(widget: Any) -> dict[str, Any]:

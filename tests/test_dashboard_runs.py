@@ -259,6 +259,29 @@ def test_the_interactive_timeline_is_an_ipympl_canvas_with_a_hover_tooltip():
         dash.close()
 
 
+@pytest.mark.parametrize("timeline", ["interactive", "png"])
+def test_under_matplotlib_widget_pyplot_keeps_no_dashboard_figures(timeline):
+    """`%matplotlib widget` makes timelines with pyplot; the dashboard takes them from it."""
+    pytest.importorskip("ipympl")
+    import matplotlib.pyplot as plt
+
+    previous = plt.get_backend()
+    plt.switch_backend("module://ipympl.backend_nbagg")
+    try:
+        dash = pg.dashboard(three_branches, repeats=1, timeline=timeline)
+        try:
+            for inter in (1, 2):
+                dash.controls["inter_op_threads"].value = inter
+                dash.run()
+                dash.wait(timeout=60)
+                assert dash.ending == "done", dash.status
+            assert plt.get_fignums() == []
+        finally:
+            dash.close()
+    finally:
+        plt.switch_backend(previous)
+
+
 # -- the measured-run loop ------------------------------------------------------------------
 def test_the_loop_stops_between_runs_and_keeps_what_it_measured():
     graph = pg.Graph()
