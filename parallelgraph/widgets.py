@@ -357,9 +357,11 @@ class Result:
         return self.measurement.median_ms
 
     def overlap(self) -> float | None:
-        """Median overlap of the graph's first two scopes (None for graphs without a pair)."""
+        """Overlap of the graph's first two scopes in the median run (None for graphs without
+        a pair): the run drawn and explained, so the table and `explain()` never disagree (the
+        median of the repeats' overlaps could be 1.0 while the median run's is 0.0)."""
         scopes = self.built.scopes
-        return self.measurement.median_overlap(*scopes[:2]) if len(scopes) >= 2 else None
+        return self.trace.overlap(*scopes[:2]) if len(scopes) >= 2 else None
 
     def utilization(self) -> float:
         """Mean busy fraction over the lanes of the median trace."""
@@ -536,7 +538,7 @@ def summary_rows(result: Result, pinned: Sequence[Result] = ()) -> list[tuple[st
         ("run", *(_run_text(r) for r in runs)),
         ("median makespan", *(_median_text(r) for r in runs)),
         ("current's speed-up vs this", "—", *(_speedup_text(result, p) for p in pinned)),
-        ("overlap of first two scopes", *(_overlap_text(r) for r in runs)),
+        ("overlap, first two scopes", *(_overlap_text(r) for r in runs)),
         ("utilization (mean of lanes)", *(_utilization_text(r) for r in runs)),
         ("critical-path bound", *(_bound_text(r) for r in runs)),
         ("repeats, wall per run", *(_wall_text(r) for r in runs)),

@@ -121,6 +121,8 @@ def test_scripting_contract_on_your_own_graph(own):
     assert "three_branches(batch=8, width=16, branches=3" in own.status
     assert "median" in own.status and "done: 2 of 2 runs" in own.status
     assert "branch0/branch1" in own.table.value and "ops" in own.table.value
+    overlap = result.trace.overlap("branch0", "branch1")  # the median run's, as explain() says
+    assert f"branch0/branch1 {overlap:.2f}" in own.table.value
     first = png_of(own)
     change(own, "branches", 2)  # a parameter: a new graph
     assert own.result.params["branches"] == 2 and own.result.rebuilt == "graph"
