@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from queue import SimpleQueue
 
 import numpy as np
 import pytest
@@ -251,27 +252,44 @@ def test_an_interrupt_at_any_moment_ends_the_run_within_a_second(inter, intra, m
 
 @pytest.mark.timeout(120)
 def test_real_interrupts_at_random_times_never_hang_a_run(many_shards):
-    """_thread.interrupt_main, the way Ctrl-C arrives, at random delays during 300 runs."""
+    """_thread.interrupt_main, the way Ctrl-C arrives, at random delays during 300 runs.
+
+    One long-lived thread sends the interrupts (starting a Timer per run would put the main
+    thread in Thread.start's Event.wait, where an interrupt can break the stdlib's own lock)."""
     g, out = tiny_branchy_graph()
     rng = np.random.default_rng(3)
-    with pg.Session(g, pg.Config(inter_op_threads=2, intra_op_threads=2)) as sess:
-        expected = sess.run(out)
-        started = time.perf_counter()
-        sess.run(out)
-        one_run = time.perf_counter() - started
-        for delay in rng.uniform(0, 2 * one_run, size=300):
-            timer = threading.Timer(delay, _thread.interrupt_main)
+    requests: SimpleQueue[float | None] = SimpleQueue()
+    sent: SimpleQueue[bool] = SimpleQueue()
+
+    def interrupter():
+        while (delay := requests.get()) is not None:
+            time.sleep(delay)
+            _thread.interrupt_main()
+            sent.put(True)
+
+    sender = threading.Thread(target=interrupter, name="test-interrupter", daemon=True)
+    sender.start()
+    try:
+        with pg.Session(g, pg.Config(inter_op_threads=2, intra_op_threads=2)) as sess:
+            expected = sess.run(out)
             started = time.perf_counter()
-            try:
-                timer.start()
+            sess.run(out)
+            one_run = time.perf_counter() - started
+            for delay in rng.uniform(0, 2 * one_run, size=300):
+                started = time.perf_counter()
                 try:
-                    sess.run(out)
-                finally:
-                    timer.join()  # once joined, the interrupt has landed (here at the latest)
-            except KeyboardInterrupt:
-                pass
-            assert time.perf_counter() - started < 1.0
-            assert np.array_equal(sess.run(out), expected)
+                    requests.put(float(delay))
+                    try:
+                        sess.run(out)
+                    finally:
+                        sent.get()  # once sent, the interrupt lands here at the latest
+                except KeyboardInterrupt:
+                    pass
+                assert time.perf_counter() - started < 1.0
+                assert np.array_equal(sess.run(out), expected)
+    finally:
+        requests.put(None)
+        sender.join()
 
 
 # -- several sessions at once ------------------------------------------------------------------
