@@ -48,7 +48,7 @@ OWN_GRAPH_CELL = """\
 import parallelgraph as pg
 
 
-def three_branches(batch=256, width=128, layers=2):
+def three_branches(batch=512, width=256, layers=2):
     outputs = []
     for index in range(3):
         with pg.scope(f"branch{index}"):
@@ -320,7 +320,7 @@ def test_own_graph_dashboard_in_jupyterlab(lab, tmp_path, record_property):
             dashboard = page.locator(".pg-dashboard")
             status = dashboard.locator(".pg-status")
             expect(status).to_contain_text("done: 3 of 3 runs", timeout=FIRST_RUN_S * 1000)
-            expect(status).to_contain_text("three_branches(batch=256, width=128, layers=2)")
+            expect(status).to_contain_text("three_branches(batch=512, width=256, layers=2)")
             expect(status).to_contain_text("inter 1, intra 1")
             expect(status).to_contain_text("warm-up")
             run_ended(expect, dashboard)
@@ -357,7 +357,7 @@ def test_own_graph_dashboard_in_jupyterlab(lab, tmp_path, record_property):
             pinned_shot = shots / "02_pinned_and_inter_op_2.png"
             dashboard.screenshot(path=str(pinned_shot))
 
-            # A parameter: width 128 -> 64 builds another graph; the pin is not compared.
+            # A parameter: width 256 -> 64 builds another graph; the pin is not compared.
             pressed = time.perf_counter()
             dashboard.locator(".pg-param-width select").select_option("64")
             run_ended(expect, dashboard, "width=64", "new graph", "done")
