@@ -55,3 +55,19 @@ def test_lazy_submodules_are_reachable_from_the_package():
     assert pg.plot.gantt and pg.plot.compare and pg.presets.two_networks and pg.analysis
     with pytest.raises(AttributeError):
         pg.not_a_module  # noqa: B018
+
+
+def test_readme_dashboard_example_runs():
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    code = re.search(r"the ipywidgets `interact` way:\n\n```python\n(.*?)```", readme, re.S)
+    namespace: dict = {"pg": pg}
+    exec(compile(code.group(1), "README.md", "exec"), namespace)
+    dash = namespace["dash"]
+    try:
+        dash.controls["batch"].value = 16
+        dash.run()
+        dash.wait(timeout=120)
+        assert dash.result.params["batch"] == 16 and "done" in dash.status
+        assert {"net1", "net2", "net3"} <= set(dash.result.trace.scopes())
+    finally:
+        dash.close()
