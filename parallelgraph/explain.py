@@ -381,19 +381,29 @@ def _one_stream(context: _Context, ops: tuple[TraceEvent, ...], lanes: set[str])
 
 
 def _all_busy(context: _Context, a: Branch, b: Branch) -> Found:
+    """Every worker was occupied while one branch ran alone, or while the later one waited to
+    start (from the earlier one's start to its own first op)."""
     trace = context.trace
     workers = analysis.worker_lanes(trace)
-    if len(workers) < 2:
+    if len(workers) < 2 or not a.busy or not b.busy:
         return None
     alone = analysis.exclusive_time(a.busy, b.busy)
-    fraction = analysis.all_busy_fraction(trace, workers, alone)
-    if fraction < ALL_BUSY:
+    first, later = sorted((a, b), key=lambda branch: branch.busy[0][0])
+    waited = [(first.busy[0][0], later.busy[0][0])] if later.busy[0][0] > first.busy[0][0] else []
+    while_alone = analysis.all_busy_fraction(trace, workers, alone)
+    while_waiting = analysis.all_busy_fraction(trace, workers, waited) if waited else 0.0
+    if max(while_alone, while_waiting) < ALL_BUSY:
         return None
     mine = {id(e) for e in a.ops + b.ops}
     others = sorted({e.scope.split("/")[0] or "<root>" for e in trace.ops() if id(e) not in mine})
+    when = (
+        f"until {later.label} started"
+        if while_waiting >= while_alone
+        else "while one of them ran alone"
+    )
     return Cause.ALL_BUSY, (
-        f"Cause: every worker busy — while one of them ran alone, all {len(workers)} worker "
-        f"lanes were occupied {fraction:.0%} of the time"
+        f"Cause: every worker busy — {when}, all {len(workers)} worker lanes were occupied "
+        f"{max(while_alone, while_waiting):.0%} of the time"
         + (f" (also by {', '.join(others[:4])})" if others else "")
         + "; no worker was free to start the other."
     )

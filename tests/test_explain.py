@@ -257,3 +257,20 @@ def test_a_sessions_first_run_is_said_to_include_loading_the_kernels():
         _, second = session.run(preset.fetch, trace=True)
     assert "first run" in str(first.explain()) and "steady state" in str(first.explain())
     assert "first run" not in str(second.explain())
+
+
+def test_cause_every_worker_busy_until_the_later_branch_started():
+    """Three branches on two workers: the third waits for a free worker, then runs while the
+    first one is still going (its exclusive time alone would not show all workers busy)."""
+    trace = Trace(
+        (
+            op("net1/a", "inter-op/0", 0, 25 * MS),
+            op("net2/a", "inter-op/1", 0, 13 * MS),
+            op("net3/a", "inter-op/1", 13 * MS, 37 * MS),
+        ),
+        config(2),
+    )
+    report = explain(trace)
+    pair = next(p for p in report.pairs if {p.scope_a, p.scope_b} == {"net2", "net3"})
+    assert pair.cause == "all workers busy"
+    assert "until net3 started" in pair.detail
