@@ -74,7 +74,8 @@ def zero_size_dags(draw):
                     inner = draw(dim)
                     left = pg.random_normal((rows, inner), seed=index, dtype=dtype)
                     right = pg.variable((inner, cols), name="w", dtype=dtype)
-                    matrices.append(pg.matmul(left, right) + a)
+                    epilogue = pg.relu if rng.integers(2) else pg.tanh  # fusable with fuse=True
+                    matrices.append(epilogue(pg.matmul(left, right) + bias) + a)
                 elif kind in ("add", "multiply"):
                     matrices.append(getattr(pg, kind)(a, b))
                 elif kind == "bias":
@@ -101,15 +102,18 @@ def zero_size_dags(draw):
     inter=st.integers(1, 3),
     intra=st.integers(1, 3),
     kernel=st.sampled_from(["blas", "numba"]),
+    fuse=st.booleans(),
 )
-def test_random_graphs_with_zero_size_dimensions_match_numpy(dag, inter, intra, kernel):
+def test_random_graphs_with_zero_size_dimensions_match_numpy(dag, inter, intra, kernel, fuse):
     """Before: reduce over the last axis of a (0, n) tensor read and wrote out of bounds
     (IndexError with NUMBA_BOUNDSCHECK=1; a segfault for large n)."""
     graph, fetches = dag
     expected = reference_values(graph)
     with pg.Session(graph, pg.Config(executor="sequential", matmul_kernel=kernel)) as sess:
         sequential = sess.run(fetches)
-    config = pg.Config(inter_op_threads=inter, intra_op_threads=intra, matmul_kernel=kernel)
+    config = pg.Config(
+        inter_op_threads=inter, intra_op_threads=intra, matmul_kernel=kernel, fuse=fuse
+    )
     with pg.Session(graph, config) as sess:
         threaded = sess.run(fetches)
     for tensor, first, second in zip(fetches, sequential, threaded):
