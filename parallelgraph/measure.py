@@ -61,6 +61,7 @@ class StopSignal:
         self._requested = threading.Event()
         self._lock = threading.Lock()
         self._running_in: int | None = None  # thread id while inside Session.run
+        self._sent = False  # a StopRun was sent into that thread
 
     @property
     def requested(self) -> bool:
@@ -70,8 +71,9 @@ class StopSignal:
         """Ask the loop to stop; returns at once (the loop ends within one op)."""
         with self._lock:
             self._requested.set()
-            if self._running_in is not None:
+            if self._running_in is not None and not self._sent:
                 _raise_in_thread(self._running_in, StopRun)
+                self._sent = True
 
     @contextmanager
     def guarding(self) -> Iterator[None]:
@@ -80,24 +82,47 @@ class StopSignal:
         with self._lock:
             if self._requested.is_set():
                 raise StopRun
-            self._running_in = me
+            self._running_in, self._sent = me, False
         try:
             yield
         finally:
-            with self._lock:
-                self._running_in = None
-                # A StopRun sent a moment ago may still be pending (not yet raised): drop it,
-                # the request itself is seen by the loop before the next run.
-                _raise_in_thread(me, None)
+            self._leave()
+
+    def _leave(self) -> None:
+        """Close the window. A StopRun sent a moment ago may still be pending (not yet raised):
+        it is raised and swallowed here, where it is expected — the request itself is seen by
+        the loop before the next run. (Cancelling it with SetAsyncExc(NULL) instead would leave
+        CPython's eval breaker set for good: every later bytecode on the slow path, and a
+        profiled call spinning forever.)"""
+        while True:
+            try:
+                with self._lock:
+                    self._running_in = None
+                    sent, self._sent = self._sent, False
+                if sent:
+                    _take_pending(StopRun)
+                return
+            except StopRun:
+                continue  # it arrived during the bookkeeping: finish it
 
 
-def _raise_in_thread(thread_id: int, exception: type[BaseException] | None) -> None:
-    """Raise `exception` in another thread at its next bytecode (None: cancel a pending one).
+def _take_pending(exception: type[BaseException]) -> None:
+    """Run a few backward jumps (where CPython delivers asynchronous exceptions) and swallow
+    `exception` if it arrives."""
+    try:
+        for _ in range(16):
+            pass
+    except exception:
+        pass
+
+
+def _raise_in_thread(thread_id: int, exception: type[BaseException]) -> None:
+    """Raise `exception` in another thread at its next bytecode check.
 
     CPython's PyThreadState_SetAsyncExc, the mechanism behind signal delivery to the main thread
     applied to any thread."""
     ctypes.pythonapi.PyThreadState_SetAsyncExc(
-        ctypes.c_ulong(thread_id), ctypes.py_object(exception) if exception else None
+        ctypes.c_ulong(thread_id), ctypes.py_object(exception)
     )
 
 

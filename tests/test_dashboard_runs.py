@@ -316,3 +316,46 @@ def test_an_interrupt_propagates_from_the_loop_unless_kept():
         assert measure.run_schedule(schedule, interrupt) == "interrupted"
         with pytest.raises(KeyboardInterrupt):
             measure.run_schedule(schedule, interrupt, keep_interrupted=False)
+
+
+POISON_CHECK = """
+import sys, threading, time
+import parallelgraph as pg
+from parallelgraph import measure
+graph = pg.Graph()
+with graph.as_default():
+    out = pg.tanh(pg.random_normal((256, 256), seed=1))
+with pg.Session(graph) as session:
+    for stop_at in (0, 1, 2):  # before, inside and after runs
+        stop = measure.StopSignal()
+        def on_run(planned, trace, wall_ms, stop=stop, stop_at=stop_at):
+            if planned.key == stop_at:
+                stop.stop()
+        schedule = [measure.Planned(i, session, out) for i in range(5)]
+        measure.run_schedule(schedule, on_run, stop)
+    for _ in range(20):  # a Stop from another thread while runs go on
+        stop = measure.StopSignal()
+        threading.Timer(0.001, stop.stop).start()
+        runs = [measure.Planned(i, session, out) for i in range(50)]
+        measure.run_schedule(runs, lambda *a: None, stop)
+def python_function():
+    return 1
+sys.setprofile(lambda frame, event, arg: None)
+start = time.perf_counter()
+python_function()
+sys.setprofile(None)
+print("ok", time.perf_counter() - start)
+"""
+
+
+def test_stopping_leaves_no_pending_exception_behind():
+    """A Stop must not leave CPython's eval breaker set: a profiled call after it once spun
+    forever (and every bytecode took the slow path)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", POISON_CHECK], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("ok")
