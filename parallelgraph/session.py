@@ -16,9 +16,12 @@ variables, feeds) are returned as copies.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 import warnings
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -45,6 +48,20 @@ def global_variables_initializer() -> VariablesInitializer:
     """TensorFlow 1.x spelling: `sess.run(pg.global_variables_initializer())` resets variables
     to their initial values. (A new session initializes them anyway.)"""
     return VariablesInitializer()
+
+
+#: Graphs whose soft placement was already announced (weakly held: a graph may go away).
+_WARNED_GRAPHS: weakref.WeakSet[Graph] = weakref.WeakSet()
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _callers_level() -> int:
+    """The `stacklevel` that points a warning at the first frame outside parallelgraph: the
+    user's line in a script or a notebook cell, not our internals or IPython's."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class Session:
@@ -161,13 +178,14 @@ class Session:
             fed = [self.graph.ops[i] for i in feeds]
             plan = build_plan(self.graph, fetch_ops, fed, self.config, self._gpu_usable())
             moved = [note for note in plan.notes if "soft placement" in note]
-            if moved and not self._warned_soft_placement:
+            if moved and not self._warned_soft_placement and self.graph not in _WARNED_GRAPHS:
                 self._warned_soft_placement = True
+                _WARNED_GRAPHS.add(self.graph)  # once per graph: two sessions, one warning
                 warnings.warn(
                     f"soft placement: {len(moved)} op(s) placed on a device this session cannot "
                     f"use ran on cpu:0 (first: {moved[0]})",
                     RuntimeWarning,
-                    stacklevel=4,
+                    stacklevel=_callers_level(),
                 )
             for _, op in plan.sources:
                 if op.type == "placeholder" and op.id not in feeds:

@@ -268,3 +268,14 @@ def test_a_session_whose_threads_cannot_start_leaves_none_behind(monkeypatch):
         with pytest.raises(RuntimeError, match=r"could not start thread \d+ of 7"):
             pg.Session(g, pg.Config(inter_op_threads=inter, intra_op_threads=intra))
         assert not parallelgraph_threads()
+
+
+def test_the_soft_placement_warning_points_at_the_callers_line_once_per_graph(no_gpu):
+    g, out, _ = seed_graph(device="gpu:0")
+    with pytest.warns(RuntimeWarning, match="soft placement") as warned:
+        with pg.Session(g) as first:
+            first.run(out)
+        with pg.Session(g) as second:  # the same graph again: said already
+            second.run(out)
+    assert len(warned) == 1
+    assert warned[0].filename == __file__  # this test's line, not parallelgraph's or IPython's
