@@ -220,16 +220,13 @@ def ancestors(events: dict[str, TraceEvent], names: Iterable[str]) -> set[str]:
 
 
 def dependency_between(trace: Trace, scope_a: str, scope_b: str) -> tuple[str, str] | None:
-    """An edge (producer, consumer) showing that one scope depends on the other, or None."""
-    events = op_events_by_name(trace)
-    in_a = {name for name, e in events.items() if e.in_scope(scope_a)}
-    in_b = {name for name, e in events.items() if e.in_scope(scope_b)}
-    for consumers, producers in ((in_b, in_a), (in_a, in_b)):
-        for consumer in sorted(consumers):
-            reached = ancestors(events, [consumer]) & producers
-            if reached:
-                return min(reached), consumer
-    return None
+    """An edge (producer, consumer) showing that one scope depends on the other, or None: the
+    heaviest such dependency (`heaviest_dependency`) between the scopes' ops."""
+    ops = trace.ops(nested=True)
+    found = heaviest_dependency(
+        trace, [e for e in ops if e.in_scope(scope_a)], [e for e in ops if e.in_scope(scope_b)]
+    )
+    return (found.producer, found.consumer) if found else None
 
 
 @dataclass(frozen=True)

@@ -229,7 +229,7 @@ def explain(trace: Trace, *branches: str) -> Explanation:
     pairs_all = sorted(  # the pairs of the largest branches first: they matter most
         itertools.combinations(chosen, 2), key=lambda pair: -min(b.busy_ns for b in pair)
     )
-    context = _Context(trace, config, _knobs(trace))
+    context = _Context(trace, config, _knobs(trace), {b.label: b for b in chosen})
     pairs = _ranked(_pair_report(context, a, b) for a, b in pairs_all[:MAX_PAIRS])
     work = analysis.total_work(trace)
     used = max(1, len(analysis.compute_lanes(trace)))
@@ -284,6 +284,7 @@ class _Context:
     trace: Trace
     config: dict[str, Any]
     knobs: Knobs
+    branches: dict[str, Branch]  # by label: the branches being compared
 
 
 def _pair_report(context: _Context, a: Branch, b: Branch) -> PairReport:
@@ -527,16 +528,9 @@ def _short_ops(pairs: tuple[PairReport, ...], context: _Context) -> bool:
         for pair in pairs
         if not pair.overlapped
         for label in (pair.scope_a, pair.scope_b)
-        for e in _branch_ops(context.trace, label)
+        for e in context.branches[label].ops
     ]
     return bool(ops) and short_share(ops) >= 0.5
-
-
-def _branch_ops(trace: Trace, label: str) -> tuple[TraceEvent, ...]:
-    try:
-        return select(trace, label).ops
-    except ValueError:
-        return ()
 
 
 def _suggestion(

@@ -156,11 +156,6 @@ def _events_from_records(plan: Plan, records: list[tuple[Any, ...]]) -> tuple[Tr
     return tuple(events)
 
 
-def lane_sort_key(lane: str) -> tuple[int, str, int, str]:
-    """Display order of a lane by our naming rules (see `parallelgraph.lanes`)."""
-    return lane_of(lane).sort_key
-
-
 class Spanned(Protocol):
     """Anything with a lane and a [start, end) time: an event, or a reader's draft of one."""
 
@@ -241,6 +236,7 @@ class Trace:
         first time `events` is read."""
         self._given: tuple[TraceEvent, ...] = tuple(events)
         self._events: tuple[TraceEvent, ...] | None = self._given if nested else None
+        self._lanes: tuple[str, ...] | None = None
         self._records: tuple[Plan, list[tuple[Any, ...]]] | None = None
         self.metadata: dict[str, Any] = dict(metadata or {})
 
@@ -293,7 +289,10 @@ class Trace:
     @property
     def lanes(self) -> list[str]:
         """Lane names in display order: workers, intra-op helpers, GPU streams, copies."""
-        return sorted({e.lane for e in self.events}, key=lambda name: self.lane(name).sort_key)
+        if self._lanes is None:  # sorted once: the analyses ask for it many times
+            names = {e.lane for e in self.events}
+            self._lanes = tuple(sorted(names, key=lambda name: self.lane(name).sort_key))
+        return list(self._lanes)
 
     def ops(self, nested: bool = False) -> list[TraceEvent]:
         """Op events (no shards or copies): the outermost ones on their lanes, which hold all

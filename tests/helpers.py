@@ -64,3 +64,15 @@ class FailingOp(OpDef):
 
 def failing(x, fail=True, name=None):
     return build("test_failing", (x,), {"fail": fail}, name)
+
+
+def matmul_tanh_chain(name: str, rows: int, width: int, layers: int):
+    """`layers` dependent tanh(x @ w) layers on a (rows, width) random input: a chain whose
+    matmuls keep a session busy (and OpenBLAS wanting its threads) for as long as wanted."""
+    g = pg.Graph(name)
+    with g.as_default():
+        x = pg.random_normal((rows, width), seed=1)
+        w = pg.variable((width, width), name="w")
+        for _ in range(layers):
+            x = pg.tanh(pg.matmul(x, w))
+    return g, x

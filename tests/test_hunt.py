@@ -19,6 +19,7 @@ from queue import SimpleQueue
 
 import numpy as np
 import pytest
+from helpers import matmul_tanh_chain
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -337,13 +338,7 @@ def test_real_interrupts_at_random_times_never_hang_a_run(many_shards):
 
 def blas_heavy_graph():
     """Matmuls whose row blocks are big enough for OpenBLAS to use its threads if let."""
-    g = pg.Graph("blas-heavy")
-    with g.as_default():
-        x = pg.random_normal((192, 512), seed=1)
-        w = pg.variable((512, 512), name="w")
-        for _ in range(2):
-            x = pg.tanh(pg.matmul(x, w))
-    return g, x
+    return matmul_tanh_chain("blas-heavy", rows=192, width=512, layers=2)
 
 
 @pytest.mark.timeout(240)

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from helpers import FailingOp, failing
+from helpers import FailingOp, failing, matmul_tanh_chain
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -145,13 +145,7 @@ def test_a_failing_op_anywhere_names_itself_and_the_session_recovers(data, inter
 
 
 def long_graph():
-    g = pg.Graph("long")
-    with g.as_default():
-        x = pg.random_normal((256, 256), seed=1)
-        w = pg.variable((256, 256), name="w")
-        for _ in range(400):
-            x = pg.tanh(pg.matmul(x, w))
-    return g, x
+    return matmul_tanh_chain("long", rows=256, width=256, layers=400)
 
 
 @pytest.mark.timeout(60)
