@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-_SUBMODULES = ("elementwise", "reduce", "random", "normal32", "matmul", "gpu")
+_SUBMODULES = ("elementwise", "reduce", "random", "normal32", "normal64", "matmul", "gpu")
 
 
 def __getattr__(name: str) -> ModuleType:

@@ -19,7 +19,9 @@ No `fastmath`: every float operation rounds as IEEE says, so the vector body and
 tail of a loop give the same bits, and the numbers are the same however a row range is split
 (element j depends only on (seed, j), as before). Against the float64 reference
 (`ops.sources.philox_normal_reference`) and the libm kernel they agree to about 2e-7; the float32
-tolerance of the tests is 1e-5. float64 outputs keep the libm kernel (bit-equal to the GPU's).
+tolerance of the tests is 1e-5. float64 outputs have their own vectorized kernel,
+`kernels.normal64`, built from the same steps (it imports `_philox_block`, `_scale` and
+`_store_block` from here).
 """
 
 from __future__ import annotations
@@ -161,6 +163,21 @@ def _interleave(pairs, target, offset, count):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
+def _store_block(pairs, normals, flat, block_start, count, flat_start, flat_stop):
+    """Write the block's numbers (`pairs`, groups block_start ..) into flat[flat_start:flat_stop]
+    in counter order, through the scratch `normals` where the block sticks out of the range.
+    Shared with `kernels.normal64` (any float dtype)."""
+    base = block_start * 4
+    if flat_start <= base and base + 4 * count <= flat_stop:
+        _interleave(pairs, flat, base, count)  # a whole block: straight into the output
+    else:  # the first or last block of the range: only part of it is ours
+        _interleave(pairs, normals, 0, count)
+        low = max(flat_start, base)
+        high = min(flat_stop, base + 4 * count)
+        flat[low:high] = normals[low - base : high - base]
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
 def normal_rows32(out, seed, mean, stddev, row_start, row_stop):
     """Fill rows [row_start, row_stop) of the C-contiguous 2-D float32 `out` with normal
     numbers: element j of the flattened array is the same as `kernels.random.normal_rows`
@@ -199,11 +216,4 @@ def normal_rows32(out, seed, mean, stddev, row_start, row_stop):
             _sincos(u2, sines, cosines, count)
             first, second = pairs[2 * pair], pairs[2 * pair + 1]
             _scale(radius, cosines, sines, mean32, stddev32, first, second, count)
-        base = block_start * 4
-        if flat_start <= base and base + 4 * count <= flat_stop:
-            _interleave(pairs, flat, base, count)  # a whole block: straight into the output
-        else:  # the first or last block of the range: only part of it is ours
-            _interleave(pairs, normals, 0, count)
-            low = max(flat_start, base)
-            high = min(flat_stop, base + 4 * count)
-            flat[low:high] = normals[low - base : high - base]
+        _store_block(pairs, normals, flat, block_start, count, flat_start, flat_stop)
