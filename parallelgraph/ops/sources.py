@@ -90,12 +90,13 @@ class RandomNormal(OpDef):
         out = np.empty(op.shape, dtype=op.dtype)
         seed = np.uint64(default_seed(op) & 0xFFFFFFFFFFFFFFFF)
         mean, stddev = op.attrs["mean"], op.attrs["stddev"]
-        if op.dtype == np.float32:  # the vectorized kernel: the same numbers, ~7x faster
-            kernel, parameters = kernels.normal32.normal_rows32, (mean, stddev)
-        else:  # float64 keeps libm's log/sin/cos, bit-equal to the GPU kernel
-            kernel = kernels.random.normal_rows
-            parameters = kernels.random.normal_constants(op.dtype, mean, stddev)
-        return kernel, out.reshape(row_view_shape(op.shape)), seed, parameters, out
+        # The vectorized kernels: the numbers of the libm kernel `kernels.random.normal_rows`
+        # to float rounding (float64: a few ulp, no longer bit-equal to the GPU's), ~6x faster
+        if op.dtype == np.float32:
+            kernel = kernels.normal32.normal_rows32
+        else:
+            kernel = kernels.normal64.normal_rows64
+        return kernel, out.reshape(row_view_shape(op.shape)), seed, (mean, stddev), out
 
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         kernel, out2d, seed, parameters, _ = work
