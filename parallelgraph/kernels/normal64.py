@@ -122,7 +122,7 @@ def _sincos(u, sin_out, cos_out, count):
     """sin and cos of 2 pi u for u in (0, 1) (see the module docstring)."""
     for i in range(count):
         t = u[i] * 4.0
-        quarter = math.floor(t + 0.5)  # 0 .. 4, exact (t has at most 34 significant bits)
+        quarter = np.floor(t + 0.5)  # 0 .. 4 as a double (math.floor: an int64, scalar code)
         a = (t - quarter) * _HALF_PI
         z = a * a
         sin_a = a + a * z * (_S5 + z * (_S4 + z * (_S3 + z * (_S2 + z * (_S1 + z * _S0)))))
