@@ -4,8 +4,9 @@ TensorFlow, medians of interleaved repeats.
     python benchmarks/random_normal.py [--rows 512 --cols 1024] [--repeats 15]
            [--tensorflow /path/to/venv/bin/python]   # a Python with tensorflow-cpu installed
 
-Rows: parallelgraph's vectorized float32 kernel (what the op runs for float32), its libm kernel
-(float32 and float64: what float64 runs), the op itself in a one-thread Session, NumPy's
+Rows: parallelgraph's vectorized kernels (float32 and float64: what the op runs), its libm
+kernel (float32 and float64: the previous kernels), the op itself in a one-thread Session
+(float32 and float64), NumPy's
 `Generator.standard_normal`, and with `--tensorflow` TensorFlow's RandomStandardNormal (TF2
 eager, one intra-op and one inter-op thread, measured in that interpreter in the same rounds).
 Results: benchmarks/RESULTS.md.
@@ -24,6 +25,7 @@ import numpy as np
 
 import parallelgraph as pg
 from parallelgraph.kernels.normal32 import normal_rows32
+from parallelgraph.kernels.normal64 import normal_rows64
 from parallelgraph.kernels.random import normal_constants, normal_rows
 
 TENSORFLOW_WORKER = r"""
@@ -52,12 +54,15 @@ def kernel_cases(rows: int, cols: int) -> dict[str, Callable[[], None]]:
     graph = pg.Graph()
     with graph.as_default():
         op = pg.random_normal((rows, cols), seed=1)
+        op64 = pg.random_normal((rows, cols), seed=1, dtype="float64")
     session = pg.Session(graph, pg.Config(inter_op_threads=1, intra_op_threads=1))
     return {
         "parallelgraph float32, vectorized": lambda: normal_rows32(out32, seed, 0.0, 1.0, 0, rows),
+        "parallelgraph float64, vectorized": lambda: normal_rows64(out64, seed, 0.0, 1.0, 0, rows),
         "parallelgraph float32, libm": lambda: normal_rows(out32, seed, c32, s32, 0, rows),
         "parallelgraph float64, libm": lambda: normal_rows(out64, seed, c64, s64, 0, rows),
         "pg.random_normal op, float32, 1 thread": lambda: session.run(op),
+        "pg.random_normal op, float64, 1 thread": lambda: session.run(op64),
         "NumPy standard_normal float32": lambda: rng.standard_normal((rows, cols), np.float32),
         "NumPy standard_normal float64": lambda: rng.standard_normal((rows, cols), np.float64),
     }
