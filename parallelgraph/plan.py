@@ -101,13 +101,31 @@ class Plan:
         """How many of `threads` inter-op workers can have work: at most one per CPU step, and
         one for all GPU steps (launching a kernel takes microseconds; every extra woken thread
         only contends for the GIL with the one launching, which on a GPU-only graph measurably
-        delays the launches: benchmarks/RESULTS.md, GPU streams)."""
-        return max(1, min(threads, self.cpu_steps + (1 if self.uses_gpu else 0)))
+        delays the launches: benchmarks/RESULTS.md, GPU streams); and never more than
+        `max_concurrent_steps`, so a chain runs on one thread whatever `inter_op_threads` is."""
+        workers = min(self.cpu_steps + (1 if self.uses_gpu else 0), self.max_concurrent_steps)
+        return max(1, min(threads, workers))
 
     @functools.cached_property
     def cpu_steps(self) -> int:
         """How many steps run on the CPU (counted once per plan)."""
         return sum(1 for step in self.steps if not step.on_gpu)
+
+    @functools.cached_property
+    def max_concurrent_steps(self) -> int:
+        """A bound on how many steps can ever be ready or running at the same time.
+
+        At the start that is the initially ready steps; a step's completion takes one away and
+        releases at most its consumers. So no run ever has more than the initially ready steps
+        plus, for every step, its consumers but one. A chain: 1; two independent chains: 2.
+        """
+        fan_out = sum(max(0, len(step.consumers) - 1) for step in self.steps)
+        return len(self.initial_ready) + fan_out
+
+    @functools.cached_property
+    def gpu_steps(self) -> tuple[bool, ...]:
+        """gpu_steps[i]: whether step i runs on a GPU (a flag per step for the scheduler)."""
+        return tuple(step.on_gpu for step in self.steps)
 
 
 def estimated_ns(definition: OpDef, cost: Cost) -> float:

@@ -95,5 +95,7 @@ def test_a_run_wakes_only_the_inter_op_workers_that_can_have_work():
         return plan.useful_workers(threads)
 
     assert workers(gpu=True, threads=16) == 1  # every step on the GPU: one thread launches
-    assert workers(gpu=False, threads=16) == 9  # nine CPU steps
+    # nine CPU steps, but two chains: never more than two of them ready at once
+    assert workers(gpu=False, threads=16) == 2
     assert workers(gpu=False, threads=2) == 2
+    assert workers(gpu=False, threads=1) == 1

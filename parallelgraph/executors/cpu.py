@@ -51,17 +51,19 @@ class ThreadsExecutor:
         if self._closed:
             raise RuntimeError("this executor is closed")
 
-        lanes = self._lane_names
+        lanes, config, intra = self._lane_names, self.config, self._intra
         gpu = self._gpu_for(plan)
+        value_of = values.__getitem__
 
         def execute(step: Step, lane: int) -> Any:
             if gpu is None:
-                args = [values[slot] for slot in step.input_slots]
+                args = list(map(value_of, step.input_slots))
             elif step.on_gpu:
                 return gpu.launch(plan, step, values, record)
             else:  # GPU values a CPU op reads come to the host first
                 args = [gpu.to_host(plan, s, values[s], record) for s in step.input_slots]
-            return self._execute(step, args, lanes[lane], record)
+            # One op, all its shards, on this thread with helpers from the intra-op pool.
+            return execute_step(step, args, lanes[lane], record, config, intra)
 
         run = Run(plan, values, execute)
         if gpu is not None:
@@ -93,10 +95,6 @@ class ThreadsExecutor:
 
             self._gpu = CudaDevice(self.config.streams)
         return self._gpu
-
-    def _execute(self, step: Step, args: list[Any], lane: str, record: Recorder | None) -> Any:
-        """Run one op (all its shards) on this thread, with helpers from the intra-op pool."""
-        return execute_step(step, args, lane, record, self.config, self._intra)
 
     def close(self) -> None:
         """Join every thread this executor started. Idempotent."""

@@ -59,6 +59,7 @@ class Run:
         self.execute = execute
         self.pending = list(plan.initial_pending)
         self.priority = plan.priority
+        self.on_gpu = plan.gpu_steps
         self.ready = [self.priority[i] for i in plan.initial_ready]
         heapq.heapify(self.ready)
         self.uses = list(plan.slot_uses)
@@ -113,27 +114,28 @@ class Run:
         """Store a value and release consumers (caller holds the lock)."""
         self.running -= counted
         self.remaining -= 1
-        self.values[step.slot] = value
+        values, uses = self.values, self.uses
+        values[step.slot] = value
         for slot in step.input_slots:
-            self.uses[slot] -= 1
-            if self.uses[slot] == 0 and slot not in self.plan.kept_slots:
-                self.values[slot] = None
+            uses[slot] -= 1
+            if uses[slot] == 0 and slot not in self.plan.kept_slots:
+                values[slot] = None
         if self.failure is not None:
             self._finish_if_idle()
             return
-        released_cpu = released_gpu = 0
-        steps = self.plan.steps
+        released_cpu, released_gpu = 0, False
+        pending, ready, priority, on_gpu = self.pending, self.ready, self.priority, self.on_gpu
         for consumer in step.consumers:
-            self.pending[consumer] -= 1
-            if self.pending[consumer] == 0:
-                heapq.heappush(self.ready, self.priority[consumer])
-                if steps[consumer].on_gpu:
-                    released_gpu += 1
+            pending[consumer] -= 1
+            if pending[consumer] == 0:
+                heapq.heappush(ready, priority[consumer])
+                if on_gpu[consumer]:
+                    released_gpu = True
                 else:
                     released_cpu += 1
         # Launching a GPU step takes microseconds: all the released ones together are one
         # worker's job (waking a thread per launch costs more than the launches).
-        released = released_cpu + (released_gpu > 0)
+        released = released_cpu + released_gpu
         if self.remaining == 0:
             self.finished = True
             self.condition.notify_all()

@@ -34,10 +34,15 @@ def execute_step(
     """
     op, definition, shards = step.op, step.definition, step.shards
     start = clock() if record else 0
-    work = definition.prepare(op, args, len(shards), config)
     if len(shards) == 1:
-        definition.compute(op, work, 0, *shards[0])
+        if definition.computes_whole:  # one call, the same bits (see OpDef.compute_whole)
+            value = definition.compute_whole(op, args)
+        else:
+            work = definition.prepare(op, args, 1, config)
+            definition.compute(op, work, 0, *shards[0])
+            value = definition.finish(op, work)
     else:
+        work = definition.prepare(op, args, len(shards), config)
         job = ShardJob(
             len(shards),
             lambda shard: definition.compute(op, work, shard, *shards[shard]),
@@ -48,7 +53,7 @@ def execute_step(
         intra.run(job, lane)
         if job.error is not None:
             raise job.error
-    value = definition.finish(op, work)
+        value = definition.finish(op, work)
     if record:
         record(("op", step.index, lane, start, clock(), -1))
     return value

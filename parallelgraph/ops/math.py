@@ -6,8 +6,9 @@ builder function users call.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -19,12 +20,67 @@ from .registry import Arrays, Cost, OpDef, ShapeError, register
 
 
 def _rows_of(array: np.ndarray, rows: int, columns: int) -> np.ndarray:
-    """`array` as a (rows, columns) view: itself reshaped, or a bias/scalar broadcast by strides."""
+    """`array` as a (rows, columns) view: itself reshaped, or a bias/scalar broadcast by strides.
+
+    The broadcast view is made by the ndarray constructor (row stride 0; column stride 0 for a
+    scalar), read-only: ~1 us where `np.broadcast_to` takes ~6 on a small VM, for the same view.
+    """
     if array.shape == (rows, columns):  # the common 2-D case: no new view object needed
         return array
     if array.size == rows * columns:
         return array.reshape(rows, columns)
-    return np.broadcast_to(array.reshape(1, -1), (rows, columns))
+    if not array.flags.c_contiguous:
+        return np.broadcast_to(array.reshape(1, -1), (rows, columns))
+    column_stride = array.itemsize if array.size > 1 else 0
+    view = np.ndarray((rows, columns), array.dtype, array, 0, (0, column_stride))
+    view.flags.writeable = False
+    return view
+
+
+def _all_shaped(arrays: Arrays, shape: Shape) -> bool:
+    """Whether every array has exactly `shape` (a loop: a generator costs more on tiny ops)."""
+    for array in arrays:
+        if array.shape != shape:
+            return False
+    return True
+
+
+class ElementwiseOp(OpDef):
+    """An op computed by one row kernel, `kernel(*operands, out, row_start, row_stop)`, on 2-D
+    row views of its operands and of its output (see `_rows_of`).
+
+    `compute_whole` (one-shard steps) calls the same kernel on all rows, straight on the
+    arrays when they are already 2-D of the output's shape: the same bits without the work
+    tuple and the views, which are most of the cost of a tiny op.
+    """
+
+    #: The row kernel's name in `kernels.elementwise` (looked up on first use: importing
+    #: parallelgraph does not import Numba).
+    kernel_name: ClassVar[str]
+    computes_whole = True
+
+    @functools.cached_property
+    def kernel(self) -> Any:
+        return getattr(kernels.elementwise, self.kernel_name)
+
+    def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
+        out = np.empty(op.shape, dtype=op.dtype)
+        rows, columns = row_view_shape(op.shape)
+        return (*(_rows_of(x, rows, columns) for x in args), _rows_of(out, rows, columns), out)
+
+    def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
+        self.kernel(*work[:-1], row_start, row_stop)
+
+    def compute_whole(self, op: Any, args: Arrays) -> np.ndarray:
+        out = np.empty(op.shape, dtype=op.dtype)
+        shape = op.shape
+        if len(shape) == 2 and _all_shaped(args, shape):
+            self.kernel(*args, out, 0, shape[0])
+        else:
+            rows, columns = row_view_shape(shape)
+            views = [_rows_of(x, rows, columns) for x in args]
+            self.kernel(*views, _rows_of(out, rows, columns), 0, rows)
+        return out
 
 
 def _same_dtype(inputs: Sequence[Tensor]) -> np.dtype:
@@ -34,7 +90,7 @@ def _same_dtype(inputs: Sequence[Tensor]) -> np.dtype:
     return inputs[0].dtype
 
 
-class ElementwiseBinary(OpDef):
+class ElementwiseBinary(ElementwiseOp):
     """out = a (op) b for equal shapes, a bias [n] along the last axis, or a scalar."""
 
     def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
@@ -47,17 +103,6 @@ class ElementwiseBinary(OpDef):
         raise ShapeError(
             f"shapes {list(a.shape)} and {list(b.shape)} do not broadcast (allowed: equal "
             "shapes, a bias [n] over the last axis, or a scalar)"
-        )
-
-    def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
-        out = np.empty(op.shape, dtype=op.dtype)
-        rows, columns = row_view_shape(op.shape)
-        a, b = args
-        return (
-            _rows_of(a, rows, columns),
-            _rows_of(b, rows, columns),
-            _rows_of(out, rows, columns),
-            out,
         )
 
 
@@ -81,9 +126,7 @@ def _gpu_binary_operands(op: Any, inputs: list[Any], out: Any) -> tuple[Any, Any
 class Add(ElementwiseBinary):
     type = "add"
     default_name = "Add"
-
-    def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
-        kernels.elementwise.add_rows(*work[:3], row_start, row_stop)
+    kernel_name = "add_rows"
 
     def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
         return kernels.gpu.add_launches(*_gpu_binary_operands(op, inputs, out))
@@ -96,9 +139,7 @@ class Add(ElementwiseBinary):
 class Multiply(ElementwiseBinary):
     type = "multiply"
     default_name = "Mul"
-
-    def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
-        kernels.elementwise.multiply_rows(*work[:3], row_start, row_stop)
+    kernel_name = "multiply_rows"
 
     def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
         return kernels.gpu.multiply_launches(*_gpu_binary_operands(op, inputs, out))
@@ -107,23 +148,18 @@ class Multiply(ElementwiseBinary):
         return np.multiply(*args).astype(op.dtype)
 
 
-class ElementwiseUnary(OpDef):
+class ElementwiseUnary(ElementwiseOp):
+    """out = f(x), elementwise."""
+
     def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
         return inputs[0].shape, inputs[0].dtype
-
-    def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
-        out = np.empty(op.shape, dtype=op.dtype)
-        rows, columns = row_view_shape(op.shape)
-        return _rows_of(args[0], rows, columns), _rows_of(out, rows, columns), out
 
 
 @register
 class Relu(ElementwiseUnary):
     type = "relu"
     default_name = "Relu"
-
-    def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
-        kernels.elementwise.relu_rows(*work[:2], row_start, row_stop)
+    kernel_name = "relu_rows"
 
     def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
         return kernels.gpu.relu_launches(inputs[0].reshape(inputs[0].size), out.reshape(out.size))
@@ -137,9 +173,7 @@ class Tanh(ElementwiseUnary):
     type = "tanh"
     default_name = "Tanh"
     flops_per_element = 20
-
-    def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
-        kernels.elementwise.tanh_rows(*work[:2], row_start, row_stop)
+    kernel_name = "tanh_rows"
 
     def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
         return kernels.gpu.tanh_launches(inputs[0].reshape(inputs[0].size), out.reshape(out.size))

@@ -86,6 +86,19 @@ class OpDef:
         """Turn the filled work into the output value (combine partials in shard order)."""
         return work[-1]
 
+    #: Whether this op type offers `compute_whole` (executors use it for one-shard steps).
+    computes_whole: ClassVar[bool] = False
+
+    def compute_whole(self, op: Any, args: Arrays) -> np.ndarray:
+        """The whole op in one call, for a step with a single shard: the same bits as
+        `prepare`, `compute` of shard 0 and `finish`, without their Python work.
+
+        That work (an output, its 2-D views, the work tuple, three calls) is ~2 us, which is
+        nothing beside a real kernel and most of the cost of a tiny op; graphs of thousands of
+        small ops are where it counts. Ops with `computes_whole = True` implement it.
+        """
+        raise NotImplementedError
+
     def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
         """The op's CUDA work as `kernels.gpu.Launch` objects: device arrays in, `out` filled.
 
