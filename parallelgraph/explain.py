@@ -457,18 +457,43 @@ def _latency(context: _Context, a: Branch, b: Branch) -> Found:
     )
 
 
-#: The note on a session's first run (its op times include loading or compiling kernels).
+#: The note on an older trace's first run (no "jit" record: the op times may include loading
+#: or compiling kernels).
 FIRST_RUN_NOTE = (
     "This was its session's first run: the op times include loading the Numba kernels from "
     "their cache, or compiling them (in a fresh process the first kernel alone takes about half "
     "a second); run it once more for the steady state."
 )
 
+#: Numba's compiler busy for less than this share of a run is not worth a note.
+JIT_NOTE_SHARE = 0.02
+
 
 def _notes(trace: Trace) -> tuple[str, ...]:
-    first = trace.source == "parallelgraph" and trace.metadata.get("run") == 0
-    return ((FIRST_RUN_NOTE,) if first and not trace.metadata.get("simulated") else ()) + (
-        _placement_notes(trace)
+    ours = trace.source == "parallelgraph" and not trace.metadata.get("simulated")
+    return ((_jit_note(trace) or ()) if ours else ()) + _placement_notes(trace)
+
+
+def _jit_note(trace: Trace) -> tuple[str, ...] | None:
+    """What Numba's compiler cost this run (the session recorded it: `parallelgraph.jit_clock`)."""
+    jit = trace.metadata.get("jit")
+    if jit is None:  # a trace from before the jit record
+        return (FIRST_RUN_NOTE,) if trace.metadata.get("run") == 0 else None
+    busy, compiled = float(jit.get("busy_s", 0.0)), int(jit.get("compiled", 0))
+    if busy <= JIT_NOTE_SHARE * max(trace.makespan, 1e-9):
+        return None
+    if compiled:
+        what = (
+            f"{compiled} kernel(s) compiled in {float(jit.get('compile_s', 0.0)):.2f} s, their "
+            "first use with these types on this machine (Numba caches them: the next process "
+            "loads them in milliseconds)"
+        )
+    else:
+        what = "kernels loaded from Numba's cache, once per process and argument types"
+    return (
+        f"Numba's compiler held this run up for {busy * 1e3:.0f} ms of its "
+        f"{trace.makespan * 1e3:.0f} ms ({what}); the op times include it: run once more for the "
+        "steady state.",
     )
 
 

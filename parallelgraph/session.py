@@ -32,6 +32,8 @@ from .config import Config, cpu_count
 from .errors import GraphError, OpError, describe
 from .executors import make_executor
 from .graph import Graph, Op, Tensor, get_default_graph
+from .jit_clock import CLOCK as JIT_CLOCK
+from .jit_clock import start_numba
 from .ops.registry import opdef
 from .plan import Plan, build_plan
 from .trace import Trace
@@ -89,6 +91,9 @@ class Session:
         self._closed = False
         self._warned_soft_placement = False
         self.runs = 0
+        #: Seconds this session's creation spent starting Numba (once per process; 0.0 when
+        #: an earlier session did): see `parallelgraph.jit_clock`.
+        self.numba_start_s = start_numba()
         self._executor = make_executor(self.config)
         try:
             self._initialize_variables()
@@ -248,6 +253,8 @@ class Session:
                 "wall_ns": wall_end - wall_start,
                 "run": self.runs,
                 "notes": list(plan.notes),
+                # Numba's compiler within the run: kernels loaded from its cache or compiled
+                "jit": JIT_CLOCK.during(wall_start, wall_end).as_dict(),
             }
             run_trace = Trace.from_records(plan, records, metadata)
         return results, run_trace

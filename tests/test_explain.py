@@ -250,13 +250,33 @@ def test_real_h200_traces_are_explained_as_gpu_runs(size, cause, advice):
     assert "intra_op_threads" not in report.suggestion
 
 
-def test_a_sessions_first_run_is_said_to_include_loading_the_kernels():
+def test_numbas_compiler_in_a_run_is_said_from_the_sessions_record():
     preset = pg.presets.two_networks("tiny")
     with pg.Session(preset.graph) as session:
-        _, first = session.run(preset.fetch, trace=True)
-        _, second = session.run(preset.fetch, trace=True)
-    assert "first run" in str(first.explain()) and "steady state" in str(first.explain())
-    assert "first run" not in str(second.explain())
+        session.run(preset.fetch)
+        _, trace = session.run(preset.fetch, trace=True)
+    assert trace.metadata["jit"]["busy_s"] == 0.0  # kernels loaded by the first run
+    assert "Numba" not in str(trace.explain()) and "first run" not in str(trace.explain())
+
+    makespan = trace.makespan
+    trace.metadata["jit"] = {"busy_s": makespan / 2, "compiled": 3, "compile_s": makespan / 3}
+    text = str(trace.explain())
+    assert "Numba's compiler held this run up" in text and "3 kernel(s) compiled" in text
+    assert "steady state" in text
+    trace.metadata["jit"] = {"busy_s": makespan / 2, "compiled": 0, "compile_s": 0.0}
+    assert "loaded from Numba's cache" in str(trace.explain())
+    trace.metadata["jit"] = {"busy_s": makespan / 1000, "compiled": 0, "compile_s": 0.0}
+    assert "Numba" not in str(trace.explain())  # too small to matter
+
+
+def test_an_older_traces_first_run_still_gets_the_general_note():
+    preset = pg.presets.two_networks("tiny")
+    with pg.Session(preset.graph) as session:
+        _, trace = session.run(preset.fetch, trace=True)
+    del trace.metadata["jit"]
+    assert "first run" in str(trace.explain())
+    trace.metadata["run"] = 1
+    assert "first run" not in str(trace.explain())
 
 
 def test_cause_every_worker_busy_until_the_later_branch_started():
