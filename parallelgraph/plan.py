@@ -27,8 +27,10 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+import heapq
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from .config import Config
 from .errors import GraphError, describe
@@ -62,6 +64,9 @@ class Step:
     stream: int | None = None
     #: GPU producer steps on *other* streams that this GPU step must wait for (CUDA events).
     waits: tuple[int, ...] = ()
+    #: The op in one call of its inputs, for a one-shard CPU step whose op type offers it
+    #: (`OpDef.whole`); None: prepare, compute the shards, finish.
+    whole: Callable[[list[Any]], Any] | None = None
 
     @property
     def on_gpu(self) -> bool:
@@ -121,6 +126,38 @@ class Plan:
         """
         fan_out = sum(max(0, len(step.consumers) - 1) for step in self.steps)
         return len(self.initial_ready) + fan_out
+
+    @functools.cached_property
+    def serial_order(self) -> tuple[int, ...]:
+        """The order in which one worker runs the steps: it always takes the ready step of
+        lowest priority (`scheduler.Run`), so the order is a property of the plan."""
+        pending = list(self.initial_pending)
+        ready = [self.priority[index] for index in self.initial_ready]
+        heapq.heapify(ready)
+        order = []
+        while ready:
+            index = self.by_priority[heapq.heappop(ready)]
+            order.append(index)
+            for consumer in self.steps[index].consumers:
+                pending[consumer] -= 1
+                if pending[consumer] == 0:
+                    heapq.heappush(ready, self.priority[consumer])
+        return tuple(order)
+
+    @functools.cached_property
+    def serial_frees(self) -> tuple[tuple[int, ...], ...]:
+        """serial_frees[k]: the slots no step after the k-th of `serial_order` reads (and no
+        fetch or source keeps), to drop once it has run; so a one-worker run frees
+        intermediates as early as counting readers would, without counting."""
+        last_reader: dict[int, int] = {}
+        for position, index in enumerate(self.serial_order):
+            for slot in self.steps[index].input_slots:
+                last_reader[slot] = position
+        frees: list[list[int]] = [[] for _ in self.serial_order]
+        for slot, position in last_reader.items():
+            if slot not in self.kept_slots:
+                frees[position].append(slot)
+        return tuple(tuple(slots) for slots in frees)
 
     @functools.cached_property
     def gpu_steps(self) -> tuple[bool, ...]:
@@ -220,6 +257,8 @@ def build_plan(
     for op in steps_ops:
         definition = opdef(op.type)
         cost = definition.cost(op)
+        shards = shard_bounds(*definition.sharding(op))
+        on_cpu = not devices[op.id].startswith("gpu:")
         steps.append(
             Step(
                 index=step_of[op.id],
@@ -228,11 +267,12 @@ def build_plan(
                 slot=slot_of[op.id],
                 input_slots=tuple(slot_of[t.op.id] for t in op.inputs),
                 consumers=tuple(consumers[step_of[op.id]]),
-                shards=shard_bounds(*definition.sharding(op)),
+                shards=shards,
                 device=devices[op.id],
                 cost=cost,
                 stream=streams.get(step_of[op.id]),
                 waits=waits.get(step_of[op.id], ()),
+                whole=definition.whole(op) if on_cpu and len(shards) == 1 else None,
             )
         )
     fetch_slots = tuple(slot_of[op.id] for op in fetches)

@@ -1,4 +1,4 @@
-"""The tiny-op fast path: one-shard steps computed in one call (`OpDef.compute_whole`), and
+"""The tiny-op fast path: one-shard steps computed in one call (`OpDef.whole`), and
 chains that run on one thread whatever `inter_op_threads` says.
 
 The fast path must give exactly the bits of prepare / compute / finish, for every op that
@@ -13,9 +13,11 @@ import pytest
 
 import parallelgraph as pg
 from parallelgraph.config import Config
-from parallelgraph.ops import REGISTRY, opdef
+from parallelgraph.ops import REGISTRY, OpDef, opdef
 
-WHOLE_OPS = sorted(name for name, definition in REGISTRY.items() if definition.computes_whole)
+WHOLE_OPS = sorted(
+    name for name, definition in REGISTRY.items() if type(definition).whole is not OpDef.whole
+)
 
 SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 3e38, -3e38, 1.0])
 
@@ -71,7 +73,7 @@ def test_whole_op_gives_the_bits_of_the_sharded_path(op_type, shapes, dtype):
     args = [_value(shape, dtype, rng) for shape in shapes]
     before = [arg.copy() for arg in args]
 
-    whole = definition.compute_whole(op, args)
+    whole = definition.whole(op)(args)
     expected = _slow_path(definition, op, args)
 
     assert isinstance(whole, np.ndarray)
@@ -126,3 +128,59 @@ def test_max_concurrent_steps_bounds_what_ever_runs_at_once():
         assert plan.max_concurrent_steps == 2 + 4  # two chains, then a fan-out of five
         assert plan.useful_workers(8) == 6
         assert plan.useful_workers(3) == 3
+
+
+def _unusual_layouts(value):
+    """The same 2-D values in layouts Numba types differently: Fortran order, a strided slice,
+    read-only, unaligned."""
+    fortran = np.asfortranarray(value)
+    wide = np.empty((value.shape[0], value.shape[1] * 2), value.dtype)
+    wide[:, ::2] = value
+    read_only = value.copy()
+    read_only.flags.writeable = False
+    raw = np.zeros(value.nbytes + 1, np.uint8)[1:]
+    unaligned = raw.view(value.dtype).reshape(value.shape)
+    unaligned[...] = value
+    return {
+        "fortran": fortran,
+        "strided": wide[:, ::2],
+        "read-only": read_only,
+        "unaligned": unaligned,
+    }
+
+
+@pytest.mark.parametrize("op_type", WHOLE_OPS)
+def test_the_fast_path_takes_2d_operands_in_any_layout(op_type):
+    definition = opdef(op_type)
+    unary = op_type in ("relu", "tanh")
+    shapes = [(3, 4)] if unary else [(3, 4), (3, 4)]
+    op = _op(op_type, shapes, "float32")
+    rng = np.random.default_rng(7)
+    args = [_value(shape, "float32", rng) for shape in shapes]
+    expected = _slow_path(definition, op, args)
+    for name, unusual in _unusual_layouts(args[0]).items():
+        mixed = [unusual, *args[1:]]
+        assert definition.whole(op)(mixed).tobytes() == expected.tobytes(), name
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_one_worker_runs_the_serial_order_and_frees_each_value_after_its_last_reader(seed):
+    preset = pg.presets.random_dag("tiny", seed=seed)
+    with pg.Session(preset.graph, Config(inter_op_threads=1)) as session:
+        plan = session.plan_for(preset.fetch)
+        _, trace = session.run(preset.fetch, trace=True)
+    order = plan.serial_order
+    assert sorted(order) == list(range(len(plan.steps)))
+    position = {index: k for k, index in enumerate(order)}
+    for step in plan.steps:  # a topological order
+        assert all(position[consumer] > position[step.index] for consumer in step.consumers)
+    ran = [event.name for event in sorted(trace.ops(), key=lambda e: e.start)]
+    assert ran == [plan.steps[index].op.name for index in order]
+
+    freed = [slot for frees in plan.serial_frees for slot in frees]
+    read = {slot for step in plan.steps for slot in step.input_slots}
+    assert sorted(freed) == sorted(read - plan.kept_slots)  # each once, none kept
+    for k, frees in enumerate(plan.serial_frees):
+        for slot in frees:  # read at position k, never after
+            readers = [position[s.index] for s in plan.steps if slot in s.input_slots]
+            assert max(readers) == k

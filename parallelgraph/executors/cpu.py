@@ -65,7 +65,8 @@ class ThreadsExecutor:
             # One op, all its shards, on this thread with helpers from the intra-op pool.
             return execute_step(step, args, lanes[lane], record, config, intra)
 
-        run = Run(plan, values, execute)
+        workers = plan.useful_workers(self.inter_op_threads)
+        run = Run(plan, values, execute, workers)
         if gpu is not None:
             gpu.begin_run(plan)
         # BLAS_LIMIT is process-wide and reference counted: other sessions may run meanwhile.
@@ -73,7 +74,7 @@ class ThreadsExecutor:
         # anywhere between them cannot leave the limit held (see parallelgraph._blas).
         try:
             BLAS_LIMIT.hold(run)
-            self._inter.run(run.work, plan.useful_workers(self.inter_op_threads))
+            self._inter.run(run.work, workers)
             if gpu is not None and run.failure is None:
                 for slot in plan.fetch_slots:
                     values[slot] = gpu.to_host(plan, slot, values[slot], record)

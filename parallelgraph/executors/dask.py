@@ -154,6 +154,9 @@ class StepSpec:
     definition: Any  # the OpDef (pickled by reference to its class)
     shards: tuple[tuple[int, int], ...]
     config: Config  # the session's Config without the Dask client
+    #: Always None: a plan step's one-call function (`Step.whole`) is a closure, which does
+    #: not pickle; workers prepare, compute and finish (a task costs milliseconds anyway).
+    whole: None = None
 
 
 @dataclass(frozen=True)

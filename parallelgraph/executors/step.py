@@ -28,19 +28,20 @@ def execute_step(
 ) -> Any:
     """Run one op (all its shards) on the calling thread, with helpers from `intra`.
 
-    `step` is a plan Step or anything with its `index`, `op`, `definition` and `shards` (the Dask
-    executor sends workers such a stand-in). The op's event goes to `record` on `lane`, its
+    `step` is a plan Step or anything with its `index`, `op`, `definition`, `shards` and
+    `whole` (the Dask executor sends workers such a stand-in). The op's event goes to `record`
+    on `lane`, its
     shards on the lanes of the threads that computed them.
     """
     op, definition, shards = step.op, step.definition, step.shards
     start = clock() if record else 0
-    if len(shards) == 1:
-        if definition.computes_whole:  # one call, the same bits (see OpDef.compute_whole)
-            value = definition.compute_whole(op, args)
-        else:
-            work = definition.prepare(op, args, 1, config)
-            definition.compute(op, work, 0, *shards[0])
-            value = definition.finish(op, work)
+    whole = step.whole
+    if whole is not None:  # one call, the same bits (see OpDef.whole)
+        value = whole(args)
+    elif len(shards) == 1:
+        work = definition.prepare(op, args, 1, config)
+        definition.compute(op, work, 0, *shards[0])
+        value = definition.finish(op, work)
     else:
         work = definition.prepare(op, args, len(shards), config)
         job = ShardJob(

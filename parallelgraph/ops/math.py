@@ -7,7 +7,7 @@ builder function users call.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -37,27 +37,18 @@ def _rows_of(array: np.ndarray, rows: int, columns: int) -> np.ndarray:
     return view
 
 
-def _all_shaped(arrays: Arrays, shape: Shape) -> bool:
-    """Whether every array has exactly `shape` (a loop: a generator costs more on tiny ops)."""
-    for array in arrays:
-        if array.shape != shape:
-            return False
-    return True
-
-
 class ElementwiseOp(OpDef):
     """An op computed by one row kernel, `kernel(*operands, out, row_start, row_stop)`, on 2-D
     row views of its operands and of its output (see `_rows_of`).
 
-    `compute_whole` (one-shard steps) calls the same kernel on all rows, straight on the
-    arrays when they are already 2-D of the output's shape: the same bits without the work
-    tuple and the views, which are most of the cost of a tiny op.
+    `whole` (one-shard steps) calls the same kernel on all rows of a fresh output; when every
+    operand is already 2-D of the output's shape (known from the op, so decided once per
+    plan), straight on the arrays: the same bits without the work tuple and the views.
     """
 
     #: The row kernel's name in `kernels.elementwise` (looked up on first use: importing
     #: parallelgraph does not import Numba).
     kernel_name: ClassVar[str]
-    computes_whole = True
 
     @functools.cached_property
     def kernel(self) -> Any:
@@ -71,16 +62,25 @@ class ElementwiseOp(OpDef):
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         self.kernel(*work[:-1], row_start, row_stop)
 
-    def compute_whole(self, op: Any, args: Arrays) -> np.ndarray:
-        out = np.empty(op.shape, dtype=op.dtype)
-        shape = op.shape
-        if len(shape) == 2 and _all_shaped(args, shape):
-            self.kernel(*args, out, 0, shape[0])
-        else:
-            rows, columns = row_view_shape(shape)
+    def whole(self, op: Any) -> Callable[[Arrays], np.ndarray]:
+        kernel, shape, dtype = self.kernel, op.shape, op.dtype
+        rows, columns = row_view_shape(shape)
+        if len(shape) == 2 and all(t.shape == shape for t in op.inputs):
+
+            def on_the_arrays(args: Arrays) -> np.ndarray:
+                out = np.empty(shape, dtype)
+                kernel(*args, out, 0, rows)
+                return out
+
+            return on_the_arrays
+
+        def on_row_views(args: Arrays) -> np.ndarray:
+            out = np.empty(shape, dtype)
             views = [_rows_of(x, rows, columns) for x in args]
-            self.kernel(*views, _rows_of(out, rows, columns), 0, rows)
-        return out
+            kernel(*views, _rows_of(out, rows, columns), 0, rows)
+            return out
+
+        return on_row_views
 
 
 def _same_dtype(inputs: Sequence[Tensor]) -> np.dtype:

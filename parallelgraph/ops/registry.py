@@ -13,7 +13,7 @@ and thread setting gives bit-identical outputs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -86,18 +86,18 @@ class OpDef:
         """Turn the filled work into the output value (combine partials in shard order)."""
         return work[-1]
 
-    #: Whether this op type offers `compute_whole` (executors use it for one-shard steps).
-    computes_whole: ClassVar[bool] = False
+    def whole(self, op: Any) -> Callable[[Arrays], np.ndarray] | None:
+        """The whole op as one function of its input arrays, for a step with a single shard:
+        the same bits as `prepare`, `compute` of shard 0 and `finish`, without their Python
+        work; None when the op type has no such path (the default).
 
-    def compute_whole(self, op: Any, args: Arrays) -> np.ndarray:
-        """The whole op in one call, for a step with a single shard: the same bits as
-        `prepare`, `compute` of shard 0 and `finish`, without their Python work.
-
-        That work (an output, its 2-D views, the work tuple, three calls) is ~2 us, which is
-        nothing beside a real kernel and most of the cost of a tiny op; graphs of thousands of
-        small ops are where it counts. Ops with `computes_whole = True` implement it.
+        Made once per plan step (the plan stores it as `Step.whole`), so everything that
+        depends only on the op (kernel, shapes, the views it needs) is settled here and the
+        call does only the computing. That Python work (an output, its 2-D views, the work
+        tuple, three calls) is ~2 us: nothing beside a real kernel, most of the cost of a
+        tiny op, and graphs of thousands of small ops are where it counts.
         """
-        raise NotImplementedError
+        return None
 
     def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
         """The op's CUDA work as `kernels.gpu.Launch` objects: device arrays in, `out` filled.
