@@ -43,6 +43,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ..plan import Plan, Step
 
 #: execute(step, lane) -> the step's output value
@@ -79,17 +81,20 @@ class Run:
         On lane 0, an exception escaping the loop (an interrupt between two bookkeeping
         statements) aborts the run before it propagates, so no helper waits forever.
         """
-        if lane != 0:
-            self._loop(lane)
-            return
-        try:
-            if self.workers == 1:
-                self._alone()
-            else:
-                self._loop(0)
-        except BaseException as error:
-            self.abort(error)
-            raise
+        # NumPy calls in steps (ufunc fast paths, BLAS blocks) say nothing about overflow or
+        # NaN, as the Numba kernels never do; errstate is per thread, so each worker sets it.
+        with np.errstate(all="ignore"):
+            if lane != 0:
+                self._loop(lane)
+                return
+            try:
+                if self.workers == 1:
+                    self._alone()
+                else:
+                    self._loop(0)
+            except BaseException as error:
+                self.abort(error)
+                raise
 
     def _loop(self, lane: int) -> None:
         steps, condition, by_priority = self.plan.steps, self.condition, self.plan.by_priority

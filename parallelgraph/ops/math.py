@@ -91,7 +91,28 @@ def _same_dtype(inputs: Sequence[Tensor]) -> np.dtype:
 
 
 class ElementwiseBinary(ElementwiseOp):
-    """out = a (op) b for equal shapes, a bias [n] along the last axis, or a scalar."""
+    """out = a (op) b for equal shapes, a bias [n] along the last axis, or a scalar.
+
+    The one-call path (`whole`) is NumPy's ufunc of the same operation: IEEE add and multiply
+    are correctly rounded, so the bits are the kernel's (tests compare them on every shape the
+    builder accepts, infinities, NaN and signed zeros included), and one ufunc call, output
+    included, costs ~0.4 us less than allocating an output and calling the Numba kernel. The
+    scheduler runs steps under `np.errstate(all="ignore")`, so an overflow there says nothing,
+    as the kernels never do.
+    """
+
+    #: The NumPy ufunc of the kernel's operation.
+    ufunc: ClassVar[Any]
+
+    def whole(self, op: Any) -> Callable[[Arrays], np.ndarray]:
+        if op.shape == ():  # a ufunc of 0-d arrays returns a NumPy scalar, not an array
+            return super().whole(op)
+        ufunc = self.ufunc
+
+        def by_ufunc(args: Arrays) -> np.ndarray:
+            return ufunc(args[0], args[1])
+
+        return by_ufunc
 
     def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
         a, b = inputs
@@ -127,6 +148,7 @@ class Add(ElementwiseBinary):
     type = "add"
     default_name = "Add"
     kernel_name = "add_rows"
+    ufunc = np.add
 
     def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
         return kernels.gpu.add_launches(*_gpu_binary_operands(op, inputs, out))
@@ -140,6 +162,7 @@ class Multiply(ElementwiseBinary):
     type = "multiply"
     default_name = "Mul"
     kernel_name = "multiply_rows"
+    ufunc = np.multiply
 
     def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
         return kernels.gpu.multiply_launches(*_gpu_binary_operands(op, inputs, out))
