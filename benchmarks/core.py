@@ -1,6 +1,7 @@
 """Core engine benchmarks: dispatch overhead, inter-op scaling, intra-op scaling.
 
     python benchmarks/core.py [--quick]
+    python benchmarks/core.py --processes 9    # the tiny-op cost only, in 9 fresh processes
 
 1. Dispatch overhead per op on graphs of ~2,000 tiny ops (a chain and a fan-in tree), with
    tracing on and off, against Dask's threaded scheduler and a plain ThreadPoolExecutor running
@@ -8,6 +9,11 @@
    topological order with no scheduling at all (the floor).
 2. Inter-op scaling: the two-network graph (medium), inter-op 2 vs 1, intra-op 1.
 3. Intra-op scaling: one 2048x2048 float32 matmul, intra-op 2 vs 1, inter-op 1.
+
+`--processes N` measures only the cost of a tiny op, traced (the chain and the fan-in, inter-op
+1 and 2), in N fresh processes, one row each, with the time of a fixed pure-Python loop measured
+between the runs: this VM's cores run Python up to 2x slower in some phases than in others
+(other tenants), and that column says which phase a row was measured in.
 
 All cases of a table are measured interleaved in one run; the tables show medians of repeats.
 """
@@ -56,6 +62,9 @@ def fan_in_graph(leaves: int) -> tuple[pg.Graph, pg.Tensor]:
 # -- the same step function for every scheduler -------------------------------------------------
 def step_function(step, config):
     definition, op, shards = step.definition, step.op, step.shards
+    if step.whole is not None:  # the one-call path the executors take for one-shard steps
+        whole = step.whole
+        return lambda *args: whole(list(args))
 
     def run(*args):
         work = definition.prepare(op, list(args), len(shards), config)
@@ -281,11 +290,81 @@ def matmul_session_table(repeats: int) -> str:
     return table(["n", "intra-op threads", "shards", "kernel", "GFLOP/s", "IQR", "vs numpy"], rows)
 
 
+def python_loop_ms() -> float:
+    """A fixed piece of pure-Python work, timed: how fast this core runs Python right now."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(200_000):
+        total += i * i
+    return (time.perf_counter() - start) * 1e3
+
+
+def tiny_ops_here(repeats: int) -> dict[str, float]:
+    """us per op of traced runs of the chain and the fan-in, inter-op 1 and 2 (medians), and
+    the Python loop's median ms measured between them; one fresh process's numbers."""
+    graphs = {"chain": chain_graph(2000), "fan-in": fan_in_graph(1000)}
+    result, loop_ms = {}, []
+    with single_threaded_blas():
+        for label, (graph, fetch) in graphs.items():
+            for inter in (1, 2):
+                with pg.Session(graph, Config(inter_op_threads=inter)) as session:
+                    ops = len(session.plan_for(fetch).steps)
+                    session.run(fetch, trace=True)
+                    times = []
+                    for _ in range(repeats):
+                        start = time.perf_counter()
+                        session.run(fetch, trace=True)
+                        times.append(time.perf_counter() - start)
+                        loop_ms.append(python_loop_ms())
+                result[f"{label}, inter {inter}"] = median(times) / ops * 1e6
+    result["python loop ms"] = median(loop_ms)
+    return result
+
+
+def tiny_ops_table(processes: int, repeats: int) -> str:
+    """`tiny_ops_here` in `processes` fresh processes, one row each, and the worst of them."""
+    import json
+    import subprocess
+
+    rows, worst = [], {}
+    for number in range(1, processes + 1):
+        done = subprocess.run(
+            [sys.executable, __file__, "--tiny-here", str(repeats)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        facts = json.loads(done.stdout.strip().splitlines()[-1])
+        rows.append([number, *(f"{value:.2f}" for value in facts.values())])
+        for key, value in facts.items():
+            worst[key] = max(worst.get(key, 0.0), value)
+    rows.append(["worst", *(f"{value:.2f}" for value in worst.values())])
+    units = [key if key.endswith(" ms") else f"{key} us/op" for key in worst]
+    return table(["process", *units], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only the tiny-op cost (traced) in N fresh processes, one row each",
+    )
+    parser.add_argument("--tiny-here", type=int, metavar="REPEATS", help=argparse.SUPPRESS)
     args = parser.parse_args()
     repeats = 5 if args.quick else 15
+    if args.tiny_here:
+        import json
+
+        print(json.dumps(tiny_ops_here(args.tiny_here)))
+        return
+    if args.processes:
+        print(f"## Tiny ops, traced, in {args.processes} fresh processes ({repeats} runs each)\n")
+        print(tiny_ops_table(args.processes, repeats))
+        return
     print(f"cores: {os.cpu_count()}, numpy {np.__version__}")
     print("\n## Dispatch overhead per op (2,000 tiny ops)\n")
     print(dispatch_table(2000, repeats))
