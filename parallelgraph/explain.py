@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 from . import analysis
 from .branches import Branch, default_branches, overlap_of, select
 from .lanes import LaneKind
+from .plan import INEXPENSIVE_NS
 
 if TYPE_CHECKING:
     from .chrome.producers.base import Knobs
@@ -429,6 +430,14 @@ def _too_short(context: _Context, a: Branch, b: Branch) -> Found:
             f"Cause: kernels too short — their median time is {median / 1e3:.1f} us, about what "
             "launching a kernel from Python costs; the GPU finished each one before the host "
             "had launched the next, so the streams seldom had two kernels to run at once."
+        )
+    if short and one_lane and context.trace.source == "parallelgraph":
+        return Cause.TOO_SHORT, (
+            f"Cause: ops too short — their median duration is {median / 1e3:.1f} us, less "
+            f"than waking another thread costs: of the {inter} inter-op threads, parallelgraph "
+            f"ran them all on one (ops it estimates under {INEXPENSIVE_NS / 1e3:.0f} us run on "
+            "the thread that made them ready, as TensorFlow runs inexpensive ops inline; they "
+            "are mostly Python, which a second thread could not run at the same time)."
         )
     if short:
         return Cause.TOO_SHORT, (

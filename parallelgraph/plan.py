@@ -45,6 +45,11 @@ MIN_SHARD_NS = 250_000
 MAX_SHARDS = 16
 #: Cost-model throughputs (one core): memory traffic, and arithmetic of non-BLAS ops.
 BYTES_PER_NS = 8.0
+#: A CPU step estimated under this is inexpensive: the worker that makes it ready runs it, and
+#: no other worker is woken for it (as TensorFlow's executor runs inexpensive ops inline). An
+#: op that small is mostly Python, which holds the GIL: a second thread cannot run it at the
+#: same time, and waking one costs more than the op (benchmarks/RESULTS.md, tiny ops).
+INEXPENSIVE_NS = 20_000
 
 
 @dataclass(frozen=True)
@@ -107,9 +112,19 @@ class Plan:
         one for all GPU steps (launching a kernel takes microseconds; every extra woken thread
         only contends for the GIL with the one launching, which on a GPU-only graph measurably
         delays the launches: benchmarks/RESULTS.md, GPU streams); and never more than
-        `max_concurrent_steps`, so a chain runs on one thread whatever `inter_op_threads` is."""
-        workers = min(self.cpu_steps + (1 if self.uses_gpu else 0), self.max_concurrent_steps)
+        `max_concurrent_steps`, so a chain runs on one thread whatever `inter_op_threads` is;
+        and one when every CPU step is inexpensive (`INEXPENSIVE_NS`)."""
+        cpu = self.cpu_steps if any(self.expensive) else min(self.cpu_steps, 1)
+        workers = min(cpu + (1 if self.uses_gpu else 0), self.max_concurrent_steps)
         return max(1, min(threads, workers))
+
+    @functools.cached_property
+    def expensive(self) -> tuple[bool, ...]:
+        """expensive[i]: whether CPU step i is worth waking a worker for (`INEXPENSIVE_NS`)."""
+        return tuple(
+            not step.on_gpu and estimated_ns(step.definition, step.cost) >= INEXPENSIVE_NS
+            for step in self.steps
+        )
 
     @functools.cached_property
     def cpu_steps(self) -> int:
@@ -158,11 +173,6 @@ class Plan:
             if slot not in self.kept_slots:
                 frees[position].append(slot)
         return tuple(tuple(slots) for slots in frees)
-
-    @functools.cached_property
-    def gpu_steps(self) -> tuple[bool, ...]:
-        """gpu_steps[i]: whether step i runs on a GPU (a flag per step for the scheduler)."""
-        return tuple(step.on_gpu for step in self.steps)
 
 
 def estimated_ns(definition: OpDef, cost: Cost) -> float:

@@ -85,6 +85,17 @@ def test_cause_ops_too_short():
     assert "make ops bigger" in report.suggestion
 
 
+def test_inexpensive_ops_on_one_thread_are_said_to_be_our_choice():
+    preset = pg.presets.two_networks("tiny")
+    with pg.Session(preset.graph, pg.Config(inter_op_threads=2)) as session:
+        session.run(preset.fetch)
+        _, trace = session.run(preset.fetch, trace=True)
+    report = explain(trace)
+    assert report.pairs[0].cause == "ops too short"
+    assert "parallelgraph ran them all on one" in str(report)
+    assert "as TensorFlow runs inexpensive ops inline" in str(report)
+
+
 def test_cause_ops_finished_before_a_second_worker_woke_up():
     trace = Trace(
         (op("net1/a", "inter-op/0", 0, 300_000), op("net2/a", "inter-op/0", 300_000, 600_000)),

@@ -118,7 +118,7 @@ def test_a_chain_runs_on_one_thread_with_the_reference_bits(inter):
 def test_max_concurrent_steps_bounds_what_ever_runs_at_once():
     graph = pg.Graph("shapes")
     with graph.as_default():
-        a = pg.constant(np.ones((2, 2), np.float32))
+        a = pg.constant(np.ones((256, 256), np.float32))  # expensive enough to share out
         chain_one = pg.tanh(pg.tanh(a))
         chain_two = pg.relu(pg.relu(a))
         joined = pg.add(chain_one, chain_two)
@@ -206,3 +206,33 @@ def test_overflow_in_a_run_says_nothing_as_the_kernels_never_do(inter):
             value = session.run(total)
     assert value.tobytes() == reference.tobytes()
     assert np.isnan(value).all()  # tanh(inf) + tanh(inf) + tanh(inf * 0 = nan)
+
+
+def _fan_in(shape, leaves=16):
+    graph = pg.Graph("fan-in")
+    with graph.as_default():
+        level = [pg.tanh(pg.constant(np.full(shape, k, np.float32))) for k in range(leaves)]
+        while len(level) > 1:
+            level = [pg.add(a, b) for a, b in zip(level[::2], level[1::2])]
+    return graph, level[0]
+
+
+def test_inexpensive_ops_run_on_the_thread_that_made_them_ready():
+    graph, total = _fan_in((2, 2))
+    with pg.Session(graph, Config(executor="sequential")) as session:
+        reference = session.run(total)
+    with pg.Session(graph, Config(inter_op_threads=4)) as session:
+        plan = session.plan_for(total)
+        assert not any(plan.expensive) and plan.useful_workers(4) == 1
+        value, trace = session.run(total, trace=True)
+    assert value.tobytes() == reference.tobytes()
+    assert {event.lane for event in trace.events} == {"inter-op/0"}
+
+
+def test_expensive_ops_still_get_every_worker_they_can_use():
+    graph, total = _fan_in((256, 512))
+    with pg.Session(graph, Config(inter_op_threads=4)) as session:
+        plan = session.plan_for(total)
+        tanh_steps = [step.index for step in plan.steps if step.op.type == "tanh"]
+        assert all(plan.expensive[index] for index in tanh_steps)
+        assert plan.useful_workers(4) == 4

@@ -63,7 +63,7 @@ class Run:
         self.execute = execute
         self.pending = list(plan.initial_pending)
         self.priority = plan.priority
-        self.on_gpu = plan.gpu_steps
+        self.expensive = plan.expensive
         self.ready = [self.priority[i] for i in plan.initial_ready]
         heapq.heapify(self.ready)
         self.uses = list(plan.slot_uses)
@@ -157,19 +157,21 @@ class Run:
         if self.failure is not None:
             self._finish_if_idle()
             return
-        released_cpu, released_gpu = 0, False
-        pending, ready, priority, on_gpu = self.pending, self.ready, self.priority, self.on_gpu
+        released_cpu, released_other = 0, False
+        pending, ready, priority = self.pending, self.ready, self.priority
+        expensive = self.expensive
         for consumer in step.consumers:
             pending[consumer] -= 1
             if pending[consumer] == 0:
                 heapq.heappush(ready, priority[consumer])
-                if on_gpu[consumer]:
-                    released_gpu = True
-                else:
+                if expensive[consumer]:
                     released_cpu += 1
-        # Launching a GPU step takes microseconds: all the released ones together are one
-        # worker's job (waking a thread per launch costs more than the launches).
-        released = released_cpu + released_gpu
+                else:
+                    released_other = True
+        # Launching a GPU step takes microseconds, and an inexpensive CPU step is mostly
+        # Python under the GIL: all such released steps together are one worker's job (waking
+        # a thread for each costs more than they do; Plan.expensive).
+        released = released_cpu + released_other
         if self.remaining == 0:
             self.finished = True
             self.condition.notify_all()
