@@ -13,8 +13,15 @@ A worker pops a ready step, releases the lock, runs it, re-takes the lock and re
 step's consumers. The worker that completes a step goes straight on to the next ready one
 without a hand-off, so a chain of ops runs on one thread with no wake-ups; when a completion
 makes k > 1 steps ready, k - 1 sleeping workers are notified (GPU steps, which only launch
-kernels, count as one between them). There is no polling and no sleep.
-Measured cost on this kind of machine: see benchmarks/RESULTS.md (dispatch overhead).
+kernels, and inexpensive CPU steps, which are mostly Python under the GIL, count as one between
+them: `Plan.expensive`). There is no polling and no sleep.
+
+One worker. When the plan can use only one worker (`Plan.useful_workers`: inter_op_threads=1,
+a chain, or only inexpensive ops), that worker runs `_alone`: the steps in the fixed order a
+lone worker would pop them (`Plan.serial_order`), dropping each value after its last reader
+(`Plan.serial_frees`), with no lock, heap or counters. Same steps, same order, same bits;
+a tiny op costs about half as much. Measured cost on this kind of machine: see
+benchmarks/RESULTS.md (dispatch overhead, tiny ops).
 
 On failure the loop stops handing out steps, waits for running ones, and the run ends with
 `failure` set: steps that depend on the failed one never run.
