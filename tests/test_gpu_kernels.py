@@ -8,11 +8,14 @@ as NaN so that an element a kernel forgets to write shows up.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from numba import cuda
 
-from parallelgraph.kernels import gpu
+import parallelgraph as pg
+from parallelgraph.kernels import gpu, gpu_matmul
 from parallelgraph.kernels.normal32 import normal_rows32
 from parallelgraph.kernels.normal64 import normal_rows64
 from parallelgraph.ops.sources import philox_normal_reference
@@ -68,6 +71,136 @@ def test_matmul_empty_output_launches_nothing(stream):
     d_out = cuda.device_array((0, 4), np.float32, stream=stream)
     gpu.matmul(device(a, stream), device(b, stream), d_out, stream)
     assert result(d_out, stream).shape == (0, 4)
+
+
+# Tiny tiles (16 threads a block) so the simulator runs many blocks and k steps quickly, with
+# split-K as soon as the output has fewer than 4 tiles and k holds two slices of 8.
+TINY = gpu_matmul.MatmulConfig(
+    bm=8, bn=8, bk=4, tm=2, tn=2, split_target_blocks=4, split_min_slice=8
+)
+TINY_SHAPES = [
+    (16, 8, 16),  # exact multiples of every tile: 2 x 2 blocks, 2 k steps
+    (13, 11, 9),  # ragged m, k and n
+    (3, 5, 20),  # m under one tile
+    (20, 6, 2),  # n under one tile
+    (9, 1, 10),  # k = 1
+    (7, 0, 5),  # k = 0: zeros
+]
+SPLIT_SHAPES = [(5, 64, 6), (12, 61, 3), (3, 33, 17), (2, 36, 5)]
+
+
+def run_matmul(a, b, stream, config=None, split=False) -> np.ndarray:
+    """The GPU matmul of host arrays a, b (with scratch for split-K when `split`)."""
+    (m, k), n = a.shape, b.shape[1]
+    d_out = nan_output((m, n), a.dtype, stream)
+    scratch = None
+    if split:
+        size = gpu_matmul.matmul_scratch_size(m, k, n, a.dtype, config)
+        scratch = cuda.device_array(max(size, 1), np.float64, stream=stream)
+    launches = gpu_matmul.matmul_launches(
+        device(a, stream), device(b, stream), d_out, scratch, config
+    )
+    slices, _ = gpu_matmul.matmul_splits(m, k, n, config or gpu_matmul.matmul_config(a.dtype))
+    assert len(launches) == (2 if split and slices > 1 else 1)
+    gpu.run_launches(launches, stream)
+    return result(d_out, stream)
+
+
+def matmul_inputs(m, k, n, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal(shape).astype(dtype) for shape in ((m, k), (k, n)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m, k, n", TINY_SHAPES)
+def test_tiled_matmul_handles_every_edge(stream, dtype, m, k, n):
+    a, b = matmul_inputs(m, k, n, dtype)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    assert_close(run_matmul(a, b, stream, TINY), expected, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m, k, n", SPLIT_SHAPES)
+def test_split_k_matches_numpy_and_is_deterministic(stream, dtype, m, k, n):
+    slices, k_slice = gpu_matmul.matmul_splits(m, k, n, TINY)
+    assert slices > 1 and k_slice % TINY.bk == 0 and (slices - 1) * k_slice < k
+    a, b = matmul_inputs(m, k, n, dtype, seed=k)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    first = run_matmul(a, b, stream, TINY, split=True)
+    assert_close(first, expected, dtype)
+    np.testing.assert_array_equal(run_matmul(a, b, stream, TINY, split=True), first)
+
+
+@pytest.mark.parametrize(
+    "dtype, shape", [(np.float32, (20, 19, 70)), (np.float64, (70, 19, 20))], ids=["f32", "f64"]
+)
+def test_default_configs_on_several_ragged_blocks(stream, dtype, shape):
+    a, b = matmul_inputs(*shape, dtype)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    assert_close(run_matmul(a, b, stream), expected, dtype)
+
+
+def test_default_float32_config_splits_k(stream):
+    config = dataclasses.replace(gpu_matmul.matmul_config(np.float32), split_min_slice=8)
+    assert gpu_matmul.matmul_splits(20, 24, 70, config) == (3, 8)
+    a, b = matmul_inputs(20, 24, 70, np.float32)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    assert_close(run_matmul(a, b, stream, config, split=True), expected, np.float32)
+
+
+def test_split_k_rule_on_the_seed_shapes():
+    f32, f64 = gpu_matmul.matmul_config(np.float32), gpu_matmul.matmul_config(np.float64)
+    assert gpu_matmul.matmul_splits(32, 16384, 1024, f32) == (17, 968)  # narrow: 16 tiles
+    assert gpu_matmul.matmul_splits(512, 1024, 1024, f32) == (4, 256)  # medium: 64 tiles
+    assert gpu_matmul.matmul_splits(2048, 2048, 2048, f32) == (1, 2048)  # large: 512 tiles
+    assert gpu_matmul.matmul_splits(512, 1024, 1024, f64) == (3, 344)
+    assert gpu_matmul.matmul_splits(32, 300, 32, f32) == (1, 300)  # k too short to split
+    assert gpu_matmul.matmul_scratch_size(32, 16384, 1024, np.float32) == 17 * 32 * 1024
+    assert gpu_matmul.matmul_scratch_size(2048, 2048, 2048, np.float32) == 0
+    assert gpu.matmul_scratch_size is gpu_matmul.matmul_scratch_size
+
+
+def test_matmul_configs_are_checked():
+    with pytest.raises(ValueError, match="multiple"):
+        gpu_matmul.MatmulConfig(bm=8, bn=8, bk=4, tm=3, tn=2)
+    with pytest.raises(ValueError, match="multiples of bk and bn"):
+        gpu_matmul.MatmulConfig(bm=8, bn=8, bk=4, tm=4, tn=4)  # 4 threads load 8-wide rows
+    assert gpu_matmul.matmul_config(np.float32).threads == 256
+    assert gpu_matmul.matmul_config(np.float64).threads == 256
+
+
+def test_matmul_checks_its_scratch(stream):
+    a, b = matmul_inputs(5, 64, 6, np.float32)
+    small = cuda.device_array(10, np.float64, stream=stream)
+    d_out = nan_output((5, 6), np.float32, stream)
+    with pytest.raises(ValueError, match="scratch"):
+        gpu_matmul.matmul_launches(device(a, stream), device(b, stream), d_out, small, TINY)
+    with pytest.raises(ValueError, match="expected"):
+        gpu.matmul(
+            device(a, stream), device(b, stream), nan_output((5, 7), np.float32, stream), stream
+        )
+
+
+def test_matmul_op_splits_k_in_the_executor_scratch(monkeypatch):
+    """MatMul.gpu_scratch_size asks for the partials; the cuda executor passes them back."""
+    monkeypatch.setitem(gpu_matmul.CONFIGS, np.dtype(np.float32), TINY)
+    launched = []
+    real_call = gpu.Launch.__call__
+
+    def spy(self, stream):
+        launched.append(self.kernel)
+        real_call(self, stream)
+
+    monkeypatch.setattr(gpu.Launch, "__call__", spy)
+    g = pg.Graph("split-k")
+    with g.as_default(), pg.device("gpu:0"):
+        x = pg.random_normal((5, 64), seed=1)
+        w = pg.random_normal((64, 6), seed=2)
+        y = pg.matmul(x, w)
+    with pg.Session(g, pg.Config(streams=1)) as sess:
+        xv, wv, yv = sess.run([x, w, y])
+    assert gpu_matmul._sum_slices_kernel in launched
+    assert_close(yv, xv.astype(np.float64) @ wv.astype(np.float64), np.float32)
 
 
 # --- add, multiply ---------------------------------------------------------------------------

@@ -12,7 +12,16 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-_SUBMODULES = ("elementwise", "reduce", "random", "normal32", "normal64", "matmul", "gpu")
+_SUBMODULES = (
+    "elementwise",
+    "reduce",
+    "random",
+    "normal32",
+    "normal64",
+    "matmul",
+    "gpu",
+    "gpu_matmul",
+)
 
 
 def __getattr__(name: str) -> ModuleType:

@@ -40,10 +40,9 @@ order (the CPU kernel sums 256-long k blocks). Tests compare with tolerances.
 
 Kernels
 -------
-* `matmul` -- the classic shared-memory tiled GEMM: a TILE x TILE block computes a TILE x TILE
-  tile of ``out``, one element per thread; for each k step it stages a TILE x TILE tile of ``a``
-  and of ``b`` in shared memory (loads outside the matrices store zero, so edge tiles need no
-  special inner loop and add only exact zeros), then accumulates along k in order.
+* `matmul` -- lives in `parallelgraph.kernels.gpu_matmul` (re-exported here): a
+  register-tiled, double-buffered GEMM with split-K for thin shapes; its docstring explains
+  each step.
 * `add`, `multiply` -- one thread per output element of the 2-D ``out``; ``b`` is the same shape,
   a bias over the last axis, or a 1-element scalar (read as ``b[col * step]`` with step 1 or 0).
 * `relu`, `tanh`, `accumulate` -- one thread per element of 1-D arrays.
@@ -57,8 +56,8 @@ Kernels
   `parallelgraph.kernels.random` (no Python ints mixed in: they would promote to float64), then
   Box-Muller in the output's precision.
 
-Block sizes are chosen for real GPUs (256 threads for 1-D kernels, 16 x 16 for matmul); grids
-are sized from the shapes, one output per thread (no grid-stride loops). Kernels are compiled
+Block sizes are chosen for real GPUs (256 threads for 1-D kernels; matmul: see its module);
+grids are sized from the shapes, one output per thread (no grid-stride loops). Kernels are compiled
 with ``cache=True`` (ignored by the simulator).
 """
 
@@ -82,7 +81,6 @@ from .random import PHILOX_M0, PHILOX_M1, PHILOX_MASK32, PHILOX_SHIFT, PHILOX_W0
 __all__ = [
     "DIRECT_LAUNCH",
     "ELEMENTWISE_THREADS",
-    "TILE",
     "DeviceCopy",
     "Launch",
     "accumulate",
@@ -92,6 +90,7 @@ __all__ = [
     "launch_config",
     "matmul",
     "matmul_launches",
+    "matmul_scratch_size",
     "multiply",
     "multiply_launches",
     "random_normal",
@@ -112,8 +111,6 @@ DeviceArray: TypeAlias = Any
 Stream: TypeAlias = Any
 """A numba stream (`cuda.stream()`), or anything numba accepts as a launch stream."""
 
-TILE = 16
-"""Matmul tile edge: blocks of TILE x TILE threads, two TILE x TILE shared-memory tiles."""
 ELEMENTWISE_THREADS = 256
 """Threads per block of every 1-D kernel."""
 _MAX_GRID_Y = 65535
@@ -267,58 +264,6 @@ def _check_1d(*arrays: DeviceArray) -> None:
         raise ValueError(
             f"expected 1-D arrays of one shape, got {[tuple(a.shape) for a in arrays]}"
         )
-
-
-# ---------------------------------------------------------------------------------------------
-# matmul
-
-
-@cuda.jit(cache=True)
-def _matmul_kernel(a, b, out):
-    tile_a = cuda.shared.array((TILE, TILE), dtype=out.dtype)
-    tile_b = cuda.shared.array((TILE, TILE), dtype=out.dtype)
-    tx = cuda.threadIdx.x
-    ty = cuda.threadIdx.y
-    row = cuda.blockIdx.y * TILE + ty
-    col = cuda.blockIdx.x * TILE + tx
-    m = a.shape[0]
-    k = a.shape[1]
-    n = b.shape[1]
-    zero = out.dtype.type(0)
-    acc = zero
-    for k0 in range(0, k, TILE):
-        # Zeros outside the matrices: the padded products are 0 * 0, exact no-ops.
-        ka = k0 + tx
-        tile_a[ty, tx] = a[row, ka] if row < m and ka < k else zero
-        kb = k0 + ty
-        tile_b[ty, tx] = b[kb, col] if kb < k and col < n else zero
-        cuda.syncthreads()
-        for kk in range(TILE):
-            acc += tile_a[ty, kk] * tile_b[kk, tx]
-        cuda.syncthreads()
-    if row < m and col < n:
-        out[row, col] = acc
-
-
-def matmul(a: DeviceArray, b: DeviceArray, out: DeviceArray, stream: Stream) -> None:
-    """out[m, n] = a[m, k] @ b[k, n] (k may be 0: zeros), accumulated in the dtype."""
-    run_launches(matmul_launches(a, b, out), stream)
-
-
-def matmul_launches(a: DeviceArray, b: DeviceArray, out: DeviceArray) -> list[Launch]:
-    """The launches of `matmul`."""
-    _check_device(a, b, out)
-    _check_dtype(a, b, out)
-    if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"matmul needs [m, k] @ [k, n], got {a.shape} @ {b.shape}")
-    m, n = a.shape[0], b.shape[1]
-    _check_shape("matmul out", out, (m, n))
-    if m == 0 or n == 0:
-        return []
-    grid = ((n + TILE - 1) // TILE, (m + TILE - 1) // TILE)
-    if grid[1] > _MAX_GRID_Y:
-        raise ValueError(f"matmul: {m} rows exceed the grid limit ({_MAX_GRID_Y * TILE})")
-    return [Launch(_matmul_kernel, grid, (TILE, TILE), (a, b, out))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -683,3 +628,12 @@ def random_normal_launches(out: DeviceArray, seed: int, mean: float, stddev: flo
         cast(stddev),
     )
     return [Launch(_normal_kernel, *launch_config((count + 3) // 4), arguments)]
+
+
+# ---------------------------------------------------------------------------------------------
+# matmul: its own module (it imports the helpers above, so it is imported last)
+
+from .gpu_matmul import config_kernel, matmul, matmul_launches, matmul_scratch_size  # noqa: E402
+
+_matmul_kernel = config_kernel(np.float32)
+"""The float32 matmul kernel (what a float32 `matmul_launches` launches first)."""

@@ -298,7 +298,11 @@ class MatMul(OpDef):
         kernel(a, b, out, row_start, row_stop)
 
     def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
-        return kernels.gpu.matmul_launches(inputs[0], inputs[1], out)
+        return kernels.gpu.matmul_launches(inputs[0], inputs[1], out, scratch)
+
+    def gpu_scratch_size(self, op: Any) -> int:
+        (m, k), n = op.inputs[0].shape, op.shape[1]
+        return kernels.gpu.matmul_scratch_size(m, k, n, op.dtype)  # split-K partials
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
         return (args[0].astype(np.float64) @ args[1].astype(np.float64)).astype(op.dtype)
