@@ -157,7 +157,7 @@ def test_split_k_rule_on_the_seed_shapes():
     assert gpu_matmul.matmul_splits(32, 300, 32, f32) == (1, 300)  # k too short to split
     assert gpu_matmul.matmul_scratch_size(32, 16384, 1024, np.float32) == 17 * 32 * 1024
     assert gpu_matmul.matmul_scratch_size(2048, 2048, 2048, np.float32) == 0
-    assert gpu.matmul_scratch_size is gpu_matmul.matmul_scratch_size
+    assert gpu.matmul_scratch_size(32, 16384, 1024, np.float32) == 17 * 32 * 1024
 
 
 def test_matmul_configs_are_checked():

@@ -631,9 +631,42 @@ def random_normal_launches(out: DeviceArray, seed: int, mean: float, stddev: flo
 
 
 # ---------------------------------------------------------------------------------------------
-# matmul: its own module (it imports the helpers above, so it is imported last)
+# matmul: its own module, kernels.gpu_matmul, which imports the helpers above; these thin
+# wrappers import it on first use, so either module can be imported first.
 
-from .gpu_matmul import config_kernel, matmul, matmul_launches, matmul_scratch_size  # noqa: E402
 
-_matmul_kernel = config_kernel(np.float32)
-"""The float32 matmul kernel (what a float32 `matmul_launches` launches first)."""
+def matmul(
+    a: DeviceArray,
+    b: DeviceArray,
+    out: DeviceArray,
+    stream: Stream,
+    scratch: DeviceArray | None = None,
+) -> None:
+    """out[m, n] = a[m, k] @ b[k, n]: `parallelgraph.kernels.gpu_matmul.matmul`."""
+    from .gpu_matmul import matmul
+
+    matmul(a, b, out, stream, scratch)
+
+
+def matmul_launches(
+    a: DeviceArray, b: DeviceArray, out: DeviceArray, scratch: DeviceArray | None = None
+) -> list[Launch]:
+    """The launches of `matmul`: `parallelgraph.kernels.gpu_matmul.matmul_launches`."""
+    from .gpu_matmul import matmul_launches
+
+    return matmul_launches(a, b, out, scratch)
+
+
+def matmul_scratch_size(m: int, k: int, n: int, dtype: Any) -> int:
+    """Float64 scratch elements for split-K: `kernels.gpu_matmul.matmul_scratch_size`."""
+    from .gpu_matmul import matmul_scratch_size
+
+    return matmul_scratch_size(m, k, n, dtype)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "_matmul_kernel":  # the float32 kernel, which a float32 matmul launches first
+        from .gpu_matmul import config_kernel
+
+        return config_kernel(np.float32)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -70,13 +70,17 @@ Tile sizes, and why
 For an H100/H200-class SM (64K 32-bit registers, 228 KB shared memory, at most 2048 threads
 and 32 blocks per SM, 4 schedulers issuing 32 FP32 FMAs each per clock):
 
-* float32: BM x BN x BK = 128 x 64 x 8, 256 threads, TM x TN = 8 x 4. 32 accumulators plus
-  12 fragment registers, 6 staging registers and addresses: about 90 registers a thread
-  (ptxas reports the exact count; at <= 128, 2 blocks = 512 threads fit per SM, at <= 80, 3).
-  Shared memory: 2 stages x (8 x 132 + 8 x 64) x 4 B = 12.5 KB a block, far from the limit.
+* float32: BM x BN x BK = 128 x 64 x 8, 256 threads, TM x TN = 8 x 4. 32 accumulators, 12
+  fragment registers, 6 staging registers and addresses: ptxas (sm_90, CUDA 13.0) allocates
+  96 registers a thread, no spills, so a block takes 24K of the SM's 64K registers and 2 blocks
+  (16 warps) fit per SM. Shared memory: 2 stages x (8 x 132 + 8 x 64) x 4 B = 12.5 KB a
+  block, far from the limit. 2 blocks an SM is low occupancy on purpose: each warp has 32
+  independent FMAs per kk and the next tile's loads in flight, which is what hides latency
+  here (more, smaller thread tiles would need more shared-memory loads per FMA).
   The medium seed shape (512 x 1024) gives 64 tiles, so split-K (x4) runs it as 256 blocks.
 * float64: 64 x 64 x 8, 256 threads, TM x TN = 4 x 4: a float64 takes two registers, so half
-  the outputs per thread keeps the same register budget; 16.5 KB of shared memory.
+  the outputs per thread keeps the register budget (ptxas: 96 registers); 16.5 KB of shared
+  memory.
 
 `CONFIGS` holds these; `MatmulConfig` builds a kernel for any other sizes (tests use a tiny
 one so the CUDA simulator exercises every path quickly; benchmarks/gpu_matmul.py ``--sweep``
