@@ -9,6 +9,9 @@ as NaN so that an element a kernel forgets to write shows up.
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -179,6 +182,16 @@ def test_matmul_checks_its_scratch(stream):
         gpu.matmul(
             device(a, stream), device(b, stream), nan_output((5, 7), np.float32, stream), stream
         )
+
+
+def test_gpu_matmul_imports_before_gpu():
+    """kernels.gpu_matmul imports kernels.gpu, whose matmul names import it back lazily."""
+    code = (
+        "from parallelgraph.kernels import gpu_matmul, gpu; "
+        "assert gpu._matmul_kernel is gpu_matmul.config_kernel('float32')"
+    )
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
 
 
 def test_matmul_op_splits_k_in_the_executor_scratch(monkeypatch):

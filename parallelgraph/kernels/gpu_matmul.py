@@ -22,9 +22,10 @@ value many times from fast storage. Three levels:
    values of ``b`` from shared memory into registers and does TM * TN fused multiply-adds: the
    ratio of FMAs to shared-memory loads is TM*TN / (TM + TN) (2.7 for 8 x 4, 4 for 8 x 8)
    instead of 1/2 for one output per thread, which is what lets the FMA units, not shared
-   memory, set the speed. The loops have compile-time trip counts (the tile sizes are closure
-   constants), so NVVM unrolls them and keeps the local arrays in registers: the PTX has no
-   ``ld.local``/``st.local`` (checked with ``ptxas -v``: 0 bytes of spill). The thread's rows
+   memory, set the speed. The TM and TN loops have compile-time trip counts (the tile sizes
+   are closure constants), so NVVM unrolls them and keeps the local arrays in registers: the
+   PTX has no ``ld.local``/``st.local`` (``ptxas -v``: 0 bytes of spill). Indices are unsigned
+   (``uint64``), so Numba emits no negative-index wraparound code in the loop. The thread's rows
    and columns are *strided*: thread (tr, tc) owns rows ``tr + i*(BM/TM)`` and columns
    ``tc + j*(BN/TN)``. A warp is then 2 thread-rows x 16 thread-columns: its ``b`` reads are 16
    consecutive words (no bank conflicts), its ``a`` reads two words (broadcast), and its stores
