@@ -480,7 +480,7 @@ JIT_NOTE_SHARE = 0.02
 
 def _notes(trace: Trace) -> tuple[str, ...]:
     ours = trace.source == "parallelgraph" and not trace.metadata.get("simulated")
-    return ((_jit_note(trace) or ()) if ours else ()) + _placement_notes(trace)
+    return ((_jit_note(trace) or ()) if ours else ()) + _plan_notes(trace)
 
 
 def _jit_note(trace: Trace) -> tuple[str, ...] | None:
@@ -506,10 +506,12 @@ def _jit_note(trace: Trace) -> tuple[str, ...] | None:
     )
 
 
-def _placement_notes(trace: Trace) -> tuple[str, ...]:
+def _plan_notes(trace: Trace) -> tuple[str, ...]:
     notes = trace.metadata.get("notes", [])
     moved = [n for n in notes if "soft placement" in n]
-    out = [n for n in notes if "soft placement" not in n] if trace.source != "parallelgraph" else []
+    # Ours: every plan note but the per-op soft-placement ones (summed up below); another
+    # tool's: what its reader noted.
+    out = [n for n in notes if "soft placement" not in n]
     if moved:
         devices = sorted(
             {n.split("placed on ", 1)[1].split(",")[0] for n in moved if "placed on " in n}

@@ -262,6 +262,7 @@ def build_plan(
         if note:
             notes.append(note)
     streams, waits = _assign_streams(steps_ops, step_of, devices, config)
+    notes.extend(_gpu_kernel_notes(steps_ops, devices, config))
 
     steps = []
     for op in steps_ops:
@@ -302,6 +303,25 @@ def build_plan(
         priority=tuple(sorted(range(len(order)), key=order.__getitem__)),
         by_priority=tuple(order),
     )
+
+
+def _gpu_kernel_notes(steps_ops: list[Op], devices: dict[int, str], config: Config) -> list[str]:
+    """Why GPU matmuls run the numba kernel although `matmul_kernel="blas"` asked for cuBLAS
+    (`kernels.gpu_blas.cublas_problem`); nothing when they run what was asked."""
+    if config.matmul_kernel != "blas":
+        return []
+    on_gpu = [op for op in steps_ops if op.type == "matmul" and devices[op.id].startswith("gpu:")]
+    if not on_gpu:
+        return []
+    from .kernels.gpu_blas import cublas_problem
+
+    problem = cublas_problem()
+    if problem is None:
+        return []
+    return [
+        f"matmul_kernel='blas' on the GPU needs cuBLAS through CuPy, and {problem}: the "
+        f"{len(on_gpu)} GPU matmul(s) ran the numba kernel"
+    ]
 
 
 def _launch_order(steps: list[Step]) -> list[int]:

@@ -229,3 +229,56 @@ def test_prepared_launches_are_replayed_and_match_numba_launches_bit_for_bit(mon
             np.testing.assert_array_equal(a, b)
     for a, b in zip(results[False], results[True]):
         np.testing.assert_array_equal(a, b)
+
+
+def _all_launches(sess):
+    """Every launch the session's GPU steps have built (one list per step, built once)."""
+    device = sess._executor._gpu
+    return [
+        launch
+        for buffers in device._plans.values()
+        for _, step_launches in buffers.launches.values()
+        for launch in step_launches
+    ]
+
+
+def test_blas_on_the_simulator_says_it_ran_the_numba_kernel():
+    """matmul_kernel="blas" (the default) on a GPU needs cuBLAS through CuPy; where it cannot
+    run (here: the simulator) the plan and explain() say the GPU matmuls ran the numba kernel."""
+    from parallelgraph.kernels.gpu_blas import cublas_problem
+
+    assert cublas_problem() == "the CUDA simulator has no cuBLAS"
+    g, fetches = all_ops_graph("float32")
+    with pg.Session(g, pg.Config(streams=2, stream_policy="branches")) as sess:
+        assert any("ran the numba kernel" in note for note in sess.plan_for(fetches).notes)
+        _, trace = sess.run(fetches, trace=True)
+    assert "the 1 GPU matmul(s) ran the numba kernel" in str(trace.explain())
+    with pg.Session(g, pg.Config(streams=2, matmul_kernel="numba")) as sess:
+        assert not sess.plan_for(fetches).notes
+
+
+@pytest.mark.gpu
+def test_blas_runs_cublas_on_the_steps_stream_and_matches_the_reference():
+    """On a real GPU with CuPy: the GPU matmuls are cuBLAS calls (BlasMatmul) on the step's
+    stream, within float tolerance of the CPU reference and of the numba kernel."""
+    from parallelgraph.kernels.gpu_blas import BlasMatmul, cublas_problem
+
+    if cublas_problem() is not None:
+        pytest.skip(f"no cuBLAS here: {cublas_problem()}")
+    from parallelgraph.presets import two_networks
+
+    preset = two_networks("small", device_name="gpu:0")
+    expected, _ = run(preset.graph, [preset.fetch], pg.Config(executor="sequential"))
+    values = {}
+    for kernel in ("blas", "numba"):
+        config = pg.Config(streams=2, stream_policy="branches", matmul_kernel=kernel)
+        with pg.Session(preset.graph, config) as sess:
+            assert not sess.plan_for(preset.fetch).notes
+            sess.run(preset.fetch)
+            values[kernel], trace = sess.run(preset.fetch, trace=True)
+            blas = [launch for launch in _all_launches(sess) if isinstance(launch, BlasMatmul)]
+            assert len(blas) == (4 if kernel == "blas" else 0)
+        assert {e.lane for e in trace.ops()} == {"stream/0", "stream/1"}
+    for value in values.values():
+        np.testing.assert_allclose(value, expected[0], rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(values["blas"], values["numba"], rtol=2e-5, atol=2e-5)

@@ -94,7 +94,7 @@ class ThreadsExecutor:
         if self._gpu is None:
             from .cuda import CudaDevice
 
-            self._gpu = CudaDevice(self.config.streams)
+            self._gpu = CudaDevice(self.config)
         return self._gpu
 
     def close(self) -> None:

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import Config
 from ..plan import Plan, Step
 from .pools import Recorder
 
@@ -99,12 +100,13 @@ class CudaDevice:
     call is serialized by a lock). Owns no threads.
     """
 
-    def __init__(self, streams: int):
+    def __init__(self, config: Config):
         from numba import cuda
 
         self.cuda = cuda
+        self.config = config  # OpDef.gpu_launches reads its kernel choices (matmul_kernel)
         self.simulated = simulated()
-        self.streams = [cuda.stream() for _ in range(max(1, streams))]
+        self.streams = [cuda.stream() for _ in range(max(1, config.streams))]
         # Guards the per-run copy bookkeeping everywhere, and every CUDA call in the simulator.
         self._lock = threading.RLock()
         self._plans: dict[int, PlanBuffers] = {}
@@ -222,14 +224,13 @@ class CudaDevice:
             run.launch_times[step.index] = (start, clock())
         return out
 
-    @staticmethod
-    def _launches(buffers: PlanBuffers, step: Step, inputs: list[Any], out: Any) -> list[Any]:
+    def _launches(self, buffers: PlanBuffers, step: Step, inputs: list[Any], out: Any) -> list[Any]:
         """The step's launches, built on first use and again only if its inputs changed."""
         cached = buffers.launches.get(step.index)
         if cached is not None and all(a is b for a, b in zip(cached[0], inputs, strict=True)):
             return cached[1]
         scratch = buffers.scratch.get(step.index)
-        launches = step.definition.gpu_launches(step.op, inputs, out, scratch)
+        launches = step.definition.gpu_launches(step.op, inputs, out, scratch, self.config)
         buffers.launches[step.index] = (inputs, launches)
         return launches
 

@@ -21,6 +21,7 @@ _SUBMODULES = (
     "matmul",
     "gpu",
     "gpu_matmul",
+    "gpu_blas",
 )
 
 

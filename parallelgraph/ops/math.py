@@ -150,7 +150,9 @@ class Add(ElementwiseBinary):
     kernel_name = "add_rows"
     ufunc = np.add
 
-    def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
+    def gpu_launches(
+        self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
+    ) -> list[Any]:
         return kernels.gpu.add_launches(*_gpu_binary_operands(op, inputs, out))
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
@@ -164,7 +166,9 @@ class Multiply(ElementwiseBinary):
     kernel_name = "multiply_rows"
     ufunc = np.multiply
 
-    def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
+    def gpu_launches(
+        self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
+    ) -> list[Any]:
         return kernels.gpu.multiply_launches(*_gpu_binary_operands(op, inputs, out))
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
@@ -184,7 +188,9 @@ class Relu(ElementwiseUnary):
     default_name = "Relu"
     kernel_name = "relu_rows"
 
-    def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
+    def gpu_launches(
+        self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
+    ) -> list[Any]:
         return kernels.gpu.relu_launches(inputs[0].reshape(inputs[0].size), out.reshape(out.size))
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
@@ -198,7 +204,9 @@ class Tanh(ElementwiseUnary):
     flops_per_element = 20
     kernel_name = "tanh_rows"
 
-    def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
+    def gpu_launches(
+        self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
+    ) -> list[Any]:
         return kernels.gpu.tanh_launches(inputs[0].reshape(inputs[0].size), out.reshape(out.size))
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
@@ -234,7 +242,9 @@ class AddN(OpDef):
         for term in terms[2:]:
             kernels.elementwise.accumulate_rows(out, term, row_start, row_stop)
 
-    def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
+    def gpu_launches(
+        self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
+    ) -> list[Any]:
         flat = [x.reshape(x.size) for x in inputs]
         out_flat = out.reshape(out.size)
         if len(flat) == 1:
@@ -256,7 +266,9 @@ class AddN(OpDef):
 @register
 class MatMul(OpDef):
     """[m, k] @ [k, n]. Shards are row blocks of the output; `Config.matmul_kernel` picks the
-    kernel: "blas" (BLAS on the row block) or "numba" (the register-tiled pure Numba kernel)."""
+    kernel: "blas" (BLAS on the row block; cuBLAS through CuPy on a GPU, where CuPy can run it:
+    `kernels.gpu_blas`) or "numba" (the register-tiled pure Numba kernel, on a GPU
+    `kernels.gpu_matmul`)."""
 
     type = "matmul"
     default_name = "MatMul"
@@ -297,7 +309,12 @@ class MatMul(OpDef):
         kernel, a, b, out = work
         kernel(a, b, out, row_start, row_stop)
 
-    def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
+    def gpu_launches(
+        self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
+    ) -> list[Any]:
+        requested = getattr(config, "matmul_kernel", "blas")
+        if kernels.gpu_blas.kernel_for(requested) == "blas":  # cuBLAS, as TF and PyTorch run
+            return kernels.gpu_blas.matmul_launches(inputs[0], inputs[1], out)
         return kernels.gpu.matmul_launches(inputs[0], inputs[1], out, scratch)
 
     def gpu_scratch_size(self, op: Any) -> int:
@@ -370,7 +387,9 @@ class ReduceSum(OpDef):
     def scale(self, total: np.ndarray, length: int) -> np.ndarray:
         return total
 
-    def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
+    def gpu_launches(
+        self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
+    ) -> list[Any]:
         outer, length, inner = self.view(op)
         x = inputs[0].reshape(outer, length, inner)
         mean = self.type == "reduce_mean"

@@ -99,7 +99,9 @@ class OpDef:
         """
         return None
 
-    def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
+    def gpu_launches(
+        self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
+    ) -> list[Any]:
         """The op's CUDA work as `kernels.gpu.Launch` objects: device arrays in, `out` filled.
 
         Built once per plan (a plan's device buffers never change) and enqueued on every run by

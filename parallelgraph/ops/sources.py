@@ -102,7 +102,9 @@ class RandomNormal(OpDef):
         kernel, out2d, seed, parameters, _ = work
         kernel(out2d, seed, *parameters, row_start, row_stop)
 
-    def gpu_launches(self, op: Any, inputs: list[Any], out: Any, scratch: Any = None) -> list[Any]:
+    def gpu_launches(
+        self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
+    ) -> list[Any]:
         seed = default_seed(op) & 0xFFFFFFFFFFFFFFFF
         attrs = op.attrs
         return kernels.gpu.random_normal_launches(
