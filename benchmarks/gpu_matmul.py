@@ -17,8 +17,9 @@ Kernels (one row each per shape; the `KERNELS` table):
   sets ``CUPY_TF32=0`` and ``NVIDIA_TF32_OVERRIDE=0`` (all NVIDIA libraries) before importing
   CuPy; both go in the JSON. The error column checks it: FP32 gives ~1e-6 relative error at
   k = 4096, TF32 (10-bit mantissa) ~1e-3.
-* ``blas`` -- parallelgraph's own cuBLAS path, ``Config(matmul_kernel="blas")`` on the GPU:
-  not built yet (issue #15, part 1 of 3); add its case to `KERNELS` when it is.
+* ``blas`` -- parallelgraph's own cuBLAS path, ``Config(matmul_kernel="blas")`` on the GPU, as
+  the cuda executor runs it: `parallelgraph.kernels.gpu_blas` launches (CuPy's matmul on the
+  plan's buffers, on the step's stream). Issue 15's target: within 5% of ``cupy``.
 
 Timing: CUDA events on one stream around `--inner` back-to-back calls (so the host's launch
 cost hides behind the GPU), the median over `--repeats`; GFLOP/s = 2 m k n / time. Every
@@ -77,7 +78,7 @@ def cupy_case(a, b, out):
     streams = {}
 
     def run(stream):
-        handle = int(stream.handle)
+        handle = int(stream)  # a numba Stream's handle (ctypes or cuda-python bindings)
         if handle not in streams:
             streams[handle] = cupy.cuda.ExternalStream(handle)
         with streams[handle]:
@@ -86,9 +87,16 @@ def cupy_case(a, b, out):
     return run
 
 
-#: kernel name -> case builder(a, b, out) -> function(stream). The "blas" row (parallelgraph's
-#: cuBLAS path) joins here when it exists.
-KERNELS = {"numba": numba_case, "cupy": cupy_case}
+def blas_case(a, b, out):
+    """A function(stream) that runs parallelgraph's cuBLAS launches (`kernels.gpu_blas`)."""
+    from parallelgraph.kernels import gpu, gpu_blas
+
+    launches = gpu_blas.matmul_launches(a, b, out)
+    return lambda stream: gpu.run_launches(launches, stream)
+
+
+#: kernel name -> case builder(a, b, out) -> function(stream)
+KERNELS = {"numba": numba_case, "blas": blas_case, "cupy": cupy_case}
 
 
 def time_case(run, stream, inner: int, repeats: int, simulated: bool) -> float:
@@ -217,14 +225,17 @@ def print_row(row: dict) -> None:
 
 
 def ratios(rows: list[dict]) -> list[str]:
-    """numba (default config) / cupy per shape."""
+    """numba (default config) and blas against cupy, per shape."""
     lines = []
     for cupy_row in (r for r in rows if r["kernel"] == "cupy"):
         for row in rows:
+            if row["shape"] != cupy_row["shape"]:
+                continue
+            share = row["gflops"] / cupy_row["gflops"]
             if row["kernel"] == "numba" and "(default)" in row["config"]:
-                if row["shape"] == cupy_row["shape"]:
-                    share = row["gflops"] / cupy_row["gflops"]
-                    lines.append(f"{cupy_row['label']:>8}: numba at {share:.0%} of cuBLAS")
+                lines.append(f"{cupy_row['label']:>8}: numba at {share:.0%} of cuBLAS")
+            elif row["kernel"] == "blas":
+                lines.append(f"{cupy_row['label']:>8}: blas at {share:.1%} of CuPy's a @ b")
     return lines
 
 
@@ -288,6 +299,7 @@ def main() -> None:
     except ImportError:
         print("CuPy is not installed: numba rows only")
         kernels.pop("cupy")
+        kernels.pop("blas")
     from parallelgraph.kernels.gpu_matmul import MatmulConfig
 
     sweep = []
