@@ -59,6 +59,10 @@ class Config:
     #: Run matmul -> add(bias) [-> relu | tanh] as one step where nothing else needs the
     #: intermediate values (see `parallelgraph.ops.fused`); outputs stay bit-identical.
     fuse: bool = False
+    #: GPU plans: replay each untraced run's GPU work as one CUDA graph, captured after the
+    #: plan's first run (see `parallelgraph.executors.cuda_graphs`); plain launches where that
+    #: cannot be done, and the plan's notes say why.
+    cuda_graph: bool = False
     #: executor="dask": a scheduler address ("tcp://host:8786"), or an existing
     #: `distributed.Client`; with neither, the session starts and owns a LocalCluster.
     dask_address: str | None = None
@@ -113,8 +117,11 @@ class Config:
             )
         if self.dask_address is not None and not isinstance(self.dask_address, str):
             raise ValueError(f"Config.dask_address must be a string, got {self.dask_address!r}")
-        if not isinstance(self.fuse, bool):
-            raise ValueError(f"Config.fuse must be True or False, got {self.fuse!r}")
+        for name in ("fuse", "cuda_graph"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(
+                    f"Config.{name} must be True or False, got {getattr(self, name)!r}"
+                )
         if not isinstance(self.soft_placement, bool):
             raise ValueError(
                 f"Config.soft_placement must be True or False, got {self.soft_placement!r}"

@@ -263,6 +263,7 @@ def build_plan(
             notes.append(note)
     streams, waits = _assign_streams(steps_ops, step_of, devices, config)
     notes.extend(_gpu_kernel_notes(steps_ops, devices, config))
+    notes.extend(_cuda_graph_notes(steps_ops, devices, config))
 
     steps = []
     for op in steps_ops:
@@ -321,6 +322,31 @@ def _gpu_kernel_notes(steps_ops: list[Op], devices: dict[int, str], config: Conf
     return [
         f"matmul_kernel='blas' on the GPU needs cuBLAS through CuPy, and {problem}: the "
         f"{len(on_gpu)} GPU matmul(s) ran the numba kernel"
+    ]
+
+
+def _cuda_graph_notes(steps_ops: list[Op], devices: dict[int, str], config: Config) -> list[str]:
+    """What `cuda_graph=True` does for this plan (`executors.cuda_graphs`), or why nothing."""
+    if not config.cuda_graph:
+        return []
+    on_gpu = sum(1 for op in steps_ops if devices[op.id].startswith("gpu:"))
+    if not on_gpu:
+        return ["cuda_graph=True: no op of this plan runs on a GPU: nothing to capture"]
+    from numba import config as numba_config
+
+    if numba_config.ENABLE_CUDASIM:
+        return [
+            "cuda_graph=True: the CUDA simulator cannot capture graphs: kernels launch one by one"
+        ]
+    on_cpu = len(steps_ops) - on_gpu
+    if on_cpu:
+        return [
+            f"cuda_graph=True: this plan also runs {on_cpu} op(s) on the CPU, so its runs launch "
+            "kernel by kernel (a CUDA graph holds GPU work only)"
+        ]
+    return [
+        "cuda_graph=True: untraced runs after the first replay the GPU work as one CUDA graph; "
+        "traced runs launch kernel by kernel (each kernel's start and end need their own events)"
     ]
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,7 @@ import numpy as np
 
 from ..config import Config
 from ..plan import Plan, Step
+from .cuda_graphs import CapturedPlan, can_replay, capture
 from .pools import Recorder
 
 clock = time.perf_counter_ns
@@ -110,6 +112,8 @@ class CudaDevice:
         # Guards the per-run copy bookkeeping everywhere, and every CUDA call in the simulator.
         self._lock = threading.RLock()
         self._plans: dict[int, PlanBuffers] = {}
+        # plan id -> its CUDA graph, or the reason it has none (Config.cuda_graph)
+        self._graphs: dict[int, CapturedPlan | str] = {}
         self._resident: dict[int, tuple[Any, Any]] = {}  # source op id -> (host array, device)
         self._run: RunState | None = None
 
@@ -150,6 +154,7 @@ class CudaDevice:
         # Sessions keep a bounded number of plans: when one is dropped, free its device buffers
         # (and never hand them to a later plan that happens to get the same id).
         weakref.finalize(plan, self._plans.pop, id(plan), None)
+        weakref.finalize(plan, self._graphs.pop, id(plan), None)
         return buffers
 
     def begin_run(self, plan: Plan) -> None:
@@ -266,6 +271,55 @@ class CudaDevice:
                 (op.name, "copy/h2d", start_event, end_event, value.nbytes, start, clock())
             )
         return device
+
+    # -- CUDA graphs -------------------------------------------------------------------------------
+    def replay(self, plan: Plan, values: list[Any]) -> bool:
+        """Run the plan as one CUDA graph launch (`cuda_graphs`), putting the fetched values in
+        `values`; False, with nothing done, when this run must launch kernel by kernel (the
+        option is off, the simulator, CPU steps, the plan's first run, a failed capture)."""
+        if not self.config.cuda_graph or self.simulated or not can_replay(plan):
+            return False
+        buffers = self._plans.get(id(plan))
+        if buffers is None or len(buffers.launches) < len(plan.steps):
+            return False  # the first run builds the launches the graph captures
+        captured = self._graphs.get(id(plan))
+        if captured is None:
+            captured = self._graphs[id(plan)] = self._capture(plan, buffers)
+        if isinstance(captured, str):
+            return False
+        first = self.streams[0]
+        with self._lock:
+            for slot, device in buffers.host_inputs.items():
+                op, value = buffers.ops[slot], values[slot]
+                resident = self._resident.get(op.id)
+                if resident is not None and resident[0] is value:
+                    continue
+                device.copy_to_device(value, stream=first)  # fed, or a new variable value
+                if op.type in ("constant", "variable"):
+                    self._resident[op.id] = (value, device)
+            captured.launch()
+            first.synchronize()
+        for slot in plan.fetch_slots:
+            if slot in buffers.outputs:
+                values[slot] = buffers.outputs[slot].copy_to_host()
+        return True
+
+    def _capture(self, plan: Plan, buffers: PlanBuffers) -> CapturedPlan | str:
+        """The plan's CUDA graph, or why it could not be captured (said once, as a warning)."""
+        try:
+            with self._lock:
+                for stream in self.streams:
+                    stream.synchronize()
+                return capture(self, plan, buffers)
+        except Exception as problem:  # noqa: BLE001 - any driver error: plain launches instead
+            reason = f"{type(problem).__name__}: {problem}"
+            warnings.warn(
+                f"cuda_graph=True: capturing this plan's GPU work failed ({reason}); its runs "
+                "launch kernel by kernel",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return reason
 
     def to_host(self, plan: Plan, slot: int, value: Any, record: Recorder | None) -> np.ndarray:
         """A host copy of the GPU value in `slot` (waits for its producer only)."""

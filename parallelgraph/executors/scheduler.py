@@ -82,6 +82,14 @@ class Run:
         self._lock = threading.RLock()
         self.condition = threading.Condition(self._lock)
 
+    @classmethod
+    def replayed(cls, plan: Plan, values: list[Any]) -> Run:
+        """A finished run whose steps ran without the loop (a CUDA graph launch)."""
+        run = cls(plan, values, lambda step, lane: None)
+        run.ready.clear()
+        run.remaining, run.finished = 0, True
+        return run
+
     def work(self, lane: int) -> None:
         """Run ready steps on the calling thread until the run is finished or has failed.
 
