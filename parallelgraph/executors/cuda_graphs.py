@@ -61,7 +61,7 @@ def capture(device: CudaDevice, plan: Plan, buffers: PlanBuffers) -> CapturedPla
     streams = device.streams
     first = _to_core_stream(streams[0])
     builder = first.create_graph_builder()
-    builder.begin_building("thread_local")
+    builder.begin_building("relaxed")  # cuBLAS may allocate its workspace meanwhile
     events = []
     try:
         fork = device.cuda.event(timing=False)
