@@ -31,8 +31,10 @@ set before any CUDA library starts). One row per (size, way):
   is read from the plan's notes (``session.plan_for(fetch).notes``, kept in the row's
   ``notes``): ``blas`` on the GPU is cuBLAS through CuPy, on the step's own stream, and falls
   back to the numba kernel, with a note, where CuPy cannot be used; such a row says
-  ``numba (blas unavailable)``. ``Config(cuda_graph=True)`` is not built yet: every
-  parallelgraph row has ``cuda_graph: false`` (see `PG_WAYS` for where its rows go).
+  ``numba (blas unavailable)``. Each of those four ways also runs with
+  ``Config(cuda_graph=True)`` (``parallelgraph, S stream(s), CUDA graph``): its untraced runs
+  after the first replay one CUDA graph; the row's ``graph`` says "replayed", or why not (then
+  the run counts as a failed check).
 
 Timing: the wall time of one whole forward as a caller sees it, synchronized: torch runs
 ``torch.cuda.synchronize()``, the forward, and ``.cpu()`` of the output (then synchronizes
@@ -100,11 +102,8 @@ PG_WAYS = [
     for kernel in ("numba", "blas")
     for streams in (1, 2)
 ]
-# >>> CUDA graph rows go here (issue #15, part 2). `Config(cuda_graph=True)` does not exist
-# yet; when it does, append the same four ways with it on:
-#     PG_WAYS += [{**way, "cuda_graph": True} for way in PG_WAYS]
-# `pg_config` passes `cuda_graph=True` to Config for those entries only, and their rows say
-# "cuda_graph": true and way "parallelgraph, S stream(s), CUDA graph".
+# The same four ways with `Config(cuda_graph=True)`: untraced runs replay one CUDA graph.
+PG_WAYS += [{**way, "cuda_graph": True} for way in PG_WAYS]
 #: Words of a plan note saying that `blas` did not run (any of them, in a note naming "blas").
 FALLBACK_WORDS = ("numba kernel", "fall back", "falls back", "fell back", "fallback", "cannot")
 
@@ -299,7 +298,7 @@ def pg_config(pg, way: dict):
         "stream_policy": "branches",
         "matmul_kernel": way["matmul_kernel"],
     }
-    if way["cuda_graph"]:  # only once PG_WAYS has such entries (see above)
+    if way["cuda_graph"]:
         settings["cuda_graph"] = True
     return pg.Config(**settings)
 
@@ -370,6 +369,24 @@ def pg_cases(stack: contextlib.ExitStack, size: str, traced: int) -> tuple[dict,
     return cases, stubs, failures
 
 
+def graph_state(session, fetch) -> str:
+    """ "replayed" when the session's runs of `fetch` are one CUDA graph launch, else why not
+    (the capture's error, or "not captured")."""
+    from parallelgraph.executors.cuda_graphs import CapturedPlan
+
+    plan = session.plan_for(fetch)
+    if any("simulator cannot capture" in note for note in plan.notes):
+        return SIMULATED
+    state = session._executor._gpu._graphs.get(id(plan))
+    if isinstance(state, CapturedPlan):
+        return "replayed"
+    return state or "not captured"
+
+
+#: `graph_state` in the CUDA simulator, which cannot capture graphs (no failed check there).
+SIMULATED = "plain launches (the simulator cannot capture)"
+
+
 def pg_traced(stub: dict) -> None:
     """Median makespan of a few traced runs, and the host time outside it per GPU op."""
     session, fetch, count = stub.pop("_trace")
@@ -421,6 +438,10 @@ def measure_size(size, repeats, torch, torch_device, with_pg, traced, log) -> tu
                 "repeats": len(seconds),
             }
             row["host_us_per_gpu_op"] = row["median_ms"] * 1e3 / max(row["gpu_ops"], 1)
+            if row["cuda_graph"] and "_trace" in row:
+                row["graph"] = graph_state(*row["_trace"][:2])
+                if row["graph"] not in ("replayed", SIMULATED):
+                    failures.append(f"{row['size']} {label}: no CUDA graph ({row['graph']})")
             if "_trace" in row:
                 pg_traced(row)
             rows.append(row)
