@@ -8,6 +8,7 @@ either side, 0-d, 1-D, 3-D, and empty dimensions; NaN, infinities and signed zer
 
 from __future__ import annotations
 
+import threading
 import warnings
 
 import numpy as np
@@ -236,3 +237,56 @@ def test_expensive_ops_still_get_every_worker_they_can_use():
         tanh_steps = [step.index for step in plan.steps if step.op.type == "tanh"]
         assert all(plan.expensive[index] for index in tanh_steps)
         assert plan.useful_workers(4) == 4
+
+
+def _mixed_dag(seed, ops=60):
+    """A random DAG whose ops are tiny (inexpensive: run inline) or big enough to wake other
+    workers, so one run mixes every path of the scheduler: the lone loop never, the shared loop
+    with releases that wake workers and releases that do not."""
+    rng = np.random.default_rng(seed)
+    graph = pg.Graph(f"mixed-{seed}")
+    with graph.as_default():
+        pools = {
+            shape: [pg.constant(rng.standard_normal(shape).astype(np.float32))]
+            for shape in ((1, 3), (160, 160))
+        }
+        for _ in range(ops):
+            shape = (1, 3) if rng.random() < 0.7 else (160, 160)
+            pool = pools[shape]
+            a = pool[rng.integers(len(pool))]
+            kind = rng.integers(4)
+            if kind == 0:
+                pool.append(pg.tanh(a))
+            elif kind == 1:
+                pool.append(pg.relu(a) * 0.5)
+            else:
+                pool.append(a + pool[rng.integers(len(pool))])
+        total = pg.reduce_sum(pools[(1, 3)][-1]) + pg.reduce_sum(pools[(160, 160)][-1])
+    return graph, total
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mixed_tiny_and_big_ops_from_two_sessions_at_once_keep_the_reference_bits(seed):
+    graph, total = _mixed_dag(seed)
+    with pg.Session(graph, Config(executor="sequential")) as session:
+        reference = session.run(total)
+    results, errors = [], []
+
+    def runs(inter):
+        try:
+            with pg.Session(graph, Config(inter_op_threads=inter, intra_op_threads=2)) as sess:
+                plan = sess.plan_for(total)
+                assert any(plan.expensive) and not all(plan.expensive)
+                results.extend(sess.run(total) for _ in range(15))
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=runs, args=(inter,)) for inter in (2, 3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads), "a run hung"
+    assert not errors, errors
+    assert len(results) == 30
+    assert all(value.tobytes() == reference.tobytes() for value in results)
