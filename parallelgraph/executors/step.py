@@ -30,15 +30,17 @@ def execute_step(
 
     `step` is a plan Step or anything with its `index`, `op`, `definition`, `shards` and
     `whole` (the Dask executor sends workers such a stand-in). The op's event goes to `record`
-    on `lane`, its
-    shards on the lanes of the threads that computed them.
+    on `lane`, its shards on the lanes of the threads that computed them.
     """
-    op, definition, shards = step.op, step.definition, step.shards
     start = clock() if record else 0
     whole = step.whole
-    if whole is not None:  # one call, the same bits (see OpDef.whole)
+    if whole is not None:  # one call, the same bits (see OpDef.whole): tiny ops come here
         value = whole(args)
-    elif len(shards) == 1:
+        if record:
+            record(("op", step.index, lane, start, clock(), -1))
+        return value
+    op, definition, shards = step.op, step.definition, step.shards
+    if len(shards) == 1:
         work = definition.prepare(op, args, 1, config)
         definition.compute(op, work, 0, *shards[0])
         value = definition.finish(op, work)
