@@ -36,27 +36,36 @@ def execute_step(
     whole = step.whole
     if whole is not None:  # one call, the same bits (see OpDef.whole): tiny ops come here
         value = whole(args)
-        if record:
-            record(("op", step.index, lane, start, clock(), -1))
-        return value
+    else:
+        value = _sharded(step, args, lane, record, config, intra)
+    if record:
+        record(("op", step.index, lane, start, clock(), -1))
+    return value
+
+
+def _sharded(
+    step: Any,
+    args: list[Any],
+    lane: str,
+    record: Recorder | None,
+    config: Config,
+    intra: IntraOpPool,
+) -> Any:
+    """prepare, compute every shard (on this thread and helpers from `intra`), finish."""
     op, definition, shards = step.op, step.definition, step.shards
     if len(shards) == 1:
         work = definition.prepare(op, args, 1, config)
         definition.compute(op, work, 0, *shards[0])
-        value = definition.finish(op, work)
-    else:
-        work = definition.prepare(op, args, len(shards), config)
-        job = ShardJob(
-            len(shards),
-            lambda shard: definition.compute(op, work, shard, *shards[shard]),
-            step.index,
-            record,
-            clock,
-        )
-        intra.run(job, lane)
-        if job.error is not None:
-            raise job.error
-        value = definition.finish(op, work)
-    if record:
-        record(("op", step.index, lane, start, clock(), -1))
-    return value
+        return definition.finish(op, work)
+    work = definition.prepare(op, args, len(shards), config)
+    job = ShardJob(
+        len(shards),
+        lambda shard: definition.compute(op, work, shard, *shards[shard]),
+        step.index,
+        record,
+        clock,
+    )
+    intra.run(job, lane)
+    if job.error is not None:
+        raise job.error
+    return definition.finish(op, work)

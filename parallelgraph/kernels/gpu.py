@@ -245,6 +245,16 @@ def _check_device(*arrays: DeviceArray) -> None:
             )
 
 
+def _check_scratch(what: str, scratch: DeviceArray, needed: int) -> None:
+    """`scratch` is a 1-D float64 device array of at least `needed` elements."""
+    _check_device(scratch)
+    if len(scratch.shape) != 1 or scratch.shape[0] < needed or scratch.dtype != np.float64:
+        raise ValueError(
+            f"{what} scratch must be 1-D float64 with >= {needed} elements, "
+            f"got {scratch.shape} {scratch.dtype}"
+        )
+
+
 def _check_dtype(*arrays: DeviceArray) -> np.dtype:
     dtype = np.dtype(arrays[0].dtype)
     if dtype not in _FLOAT_DTYPES or any(np.dtype(a.dtype) != dtype for a in arrays[1:]):
@@ -518,13 +528,8 @@ def reduce_sum_launches(
     if chunks == 1:
         blocks, threads = launch_config(outputs)
         return [Launch(_reduce_direct_kernel, blocks, threads, (x, out, mean))]
-    _check_device(scratch)
     needed = outer * chunks * inner
-    if len(scratch.shape) != 1 or scratch.shape[0] < needed or scratch.dtype != np.float64:
-        raise ValueError(
-            f"reduce_sum scratch must be 1-D float64 with >= {needed} elements, "
-            f"got {scratch.shape} {scratch.dtype}"
-        )
+    _check_scratch("reduce_sum", scratch, needed)
     partials = Launch(_reduce_partials_kernel, *launch_config(needed), (x, scratch, chunks))
     arguments = (scratch, out, chunks, length, mean)
     combine = Launch(_reduce_combine_kernel, *launch_config(outputs), arguments)

@@ -115,6 +115,7 @@ from .gpu import (
     Stream,
     _check_device,
     _check_dtype,
+    _check_scratch,
     _check_shape,
     launch_config,
     run_launches,
@@ -213,6 +214,20 @@ def matmul_kernel(bm: int, bn: int, bk: int, tm: int, tn: int) -> Any:
     b_row_step = threads // bn
     a_pitch = bm + A_PAD
 
+    @cuda.jit(device=True, inline="always")
+    def load_tiles(a, b, a_next, b_next, k0, k_end, a_first_row, a_k, b_first_k, b_column, zero):
+        """This thread's share of the A and B tiles at k0 into registers (zeros off the edges);
+        inlined into the kernel (Numba IR), so the register arrays stay registers."""
+        m = a.shape[0]
+        n = b.shape[1]
+        ka = k0 + a_k
+        for p in range(a_loads):
+            row = a_first_row + p * a_row_step
+            a_next[p] = a[row, ka] if row < m and ka < k_end else zero
+        for p in range(b_loads):
+            kb = k0 + b_first_k + p * b_row_step
+            b_next[p] = b[kb, b_column] if kb < k_end and b_column < n else zero
+
     @cuda.jit(cache=True)
     def kernel(a, b, dest, k_slice):
         a_tile = cuda.shared.array((2, bk, a_pitch), dtype=a.dtype)  # transposed: [kk, row]
@@ -251,14 +266,7 @@ def matmul_kernel(bm: int, bn: int, bk: int, tm: int, tn: int) -> Any:
         # Prologue: the first tiles into registers.
         k0 = k_begin
         if steps > 0:
-            ka = k0 + a_kk
-            for p in range(a_loads):
-                row = m0 + a_row + p * a_row_step
-                a_next[p] = a[row, ka] if row < m and ka < k_end else zero
-            col = n0 + b_col
-            for p in range(b_loads):
-                kb = k0 + b_kk + p * b_row_step
-                b_next[p] = b[kb, col] if kb < k_end and col < n else zero
+            load_tiles(a, b, a_next, b_next, k0, k_end, m0 + a_row, a_kk, b_kk, n0 + b_col, zero)
 
         for step in range(steps):
             stage = uint64(step & 1)
@@ -271,14 +279,9 @@ def matmul_kernel(bm: int, bn: int, bk: int, tm: int, tn: int) -> Any:
             # 2. Issue the loads of the next tiles; they complete while this step computes.
             if step + 1 < steps:
                 k0 += bk
-                ka = k0 + a_kk
-                for p in range(a_loads):
-                    row = m0 + a_row + p * a_row_step
-                    a_next[p] = a[row, ka] if row < m and ka < k_end else zero
-                col = n0 + b_col
-                for p in range(b_loads):
-                    kb = k0 + b_kk + p * b_row_step
-                    b_next[p] = b[kb, col] if kb < k_end and col < n else zero
+                load_tiles(
+                    a, b, a_next, b_next, k0, k_end, m0 + a_row, a_kk, b_kk, n0 + b_col, zero
+                )
             # 3. bk rank-1 updates of the tm x tn register tile.
             for kk in range(uint64(bk)):
                 for i in range(tm):
@@ -388,13 +391,8 @@ def matmul_launches(
         raise ValueError(f"matmul: {m} rows exceed the grid limit ({_MAX_GRID_Y * config.bm})")
     if slices == 1:
         return [Launch(kernel, grid, config.threads, (a, b, out.reshape(1, m, n), k_slice))]
-    _check_device(scratch)
     needed = slices * m * n
-    if len(scratch.shape) != 1 or scratch.shape[0] < needed or scratch.dtype != np.float64:
-        raise ValueError(
-            f"matmul scratch must be 1-D float64 with >= {needed} elements, "
-            f"got {scratch.shape} {scratch.dtype}"
-        )
+    _check_scratch("matmul", scratch, needed)
     partials = scratch[:needed].reshape(slices, m, n)
     return [
         Launch(kernel, grid, config.threads, (a, b, partials, k_slice)),

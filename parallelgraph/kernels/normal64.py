@@ -142,7 +142,12 @@ def _sincos(u, sin_out, cos_out, count):
 def normal_rows64(out, seed, mean, stddev, row_start, row_stop):
     """Fill rows [row_start, row_stop) of the C-contiguous 2-D float64 `out` with normal
     numbers: element j of the flattened array is what `kernels.random.normal_rows` computes for
-    it, to a few float64 ulp (see the module docstring)."""
+    it, to a few float64 ulp (see the module docstring).
+
+    The driver loop is normal32's, step for step, with the float64 steps: not one function
+    taking the steps as arguments, because Numba does not cache a function whose arguments
+    are other jitted functions, and a fresh process would compile these kernels again.
+    """
     check_range(row_start, row_stop, out.shape[0])
     columns = out.shape[1]
     flat_start = row_start * columns
