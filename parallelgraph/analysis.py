@@ -3,12 +3,14 @@
 All functions are pure: they read a Trace's events and return numbers or frozen records.
 
 - **work**: the compute time of the run — for a sharded op the sum of its shards (they may have
-  run on several threads), otherwise the op's own duration. Only the outermost events of a lane
-  count: an event nested in another (a profiler's `aten::addmm` inside `aten::linear`) is part
-  of its parent's time, not more of it.
+  run on several threads), otherwise the op's own working time (`TraceEvent.work`: its duration
+  less the waiting or setup nested in it). Only the outermost work events of a lane count: an
+  event nested in another (a profiler's `aten::addmm` inside `aten::linear`) is part of its
+  parent's time, not more of it; waiting and setup events count nowhere (`parallelgraph.trace`).
 - **critical path** (span): the longest chain of dependent ops, following each op event's
-  `inputs`; its length is the sum of the op durations on it. Events are visited in start order,
-  which is a topological order because an op starts only after its inputs ended.
+  `inputs` and its program-order predecessor (`after`); its length is the sum of the ops' work
+  on it. Events are visited in start order, which is a topological order because an op starts
+  only after its inputs ended.
 - **lower bound** for P workers: max(work / P, critical path). No schedule on P workers can
   finish sooner (Brent / Graham); how close the measured makespan gets says how much a better
   schedule could still win.
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .intervals import intersect, length, merge, subtract
-from .trace import TraceEvent
+from .trace import WORK, TraceEvent
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -53,10 +55,11 @@ def op_events_by_name(trace: Trace) -> dict[str, TraceEvent]:
     return events
 
 
-def outermost_inputs(trace: Trace) -> dict[str, set[str]]:
+def outermost_inputs(trace: Trace, program_order: bool = False) -> dict[str, set[str]]:
     """For each outermost op, what it and the ops nested in it consumed, as outermost ops:
     the dependencies between the events that hold the time (a flow into `aten::addmm` is a
-    dependency of the `aten::linear` around it)."""
+    dependency of the `aten::linear` around it); with `program_order`, also the op before it
+    on its lane when the producer ran that lane in program order (`TraceEvent.after`)."""
     parent = {e.name: e.parent for e in trace.ops(nested=True)}
 
     def root(name: str) -> str:
@@ -71,37 +74,40 @@ def outermost_inputs(trace: Trace) -> dict[str, set[str]]:
         owner = root(event.name)
         if owner in inputs:
             inputs[owner].update(root(n) for n in event.inputs if n in parent)
+            if program_order and event.after is not None and event.after in parent:
+                inputs[owner].add(root(event.after))
     for owner, names in inputs.items():
         names.discard(owner)
     return inputs
 
 
 def total_work(trace: Trace) -> int:
-    """Compute time in ns: shards summed for sharded ops, op duration for the other outermost
-    ops, plus copies (nested events are part of their parent's time)."""
+    """Compute time in ns: shards summed for sharded ops, op work for the other outermost
+    ops, plus copies (nested events are part of their parent's time; waiting and setup are not
+    work)."""
     shard_time: dict[str, int] = {}
     for event in trace.events:
-        if event.kind == "shard":
-            shard_time[event.name] = shard_time.get(event.name, 0) + event.duration
-    return sum(shard_time.get(event.name, event.duration) for event in trace.ops()) + sum(
-        event.duration for event in trace.events if event.kind == "copy" and event.parent is None
+        if event.kind == "shard" and event.role is WORK:
+            shard_time[event.name] = shard_time.get(event.name, 0) + event.work
+    return sum(shard_time.get(event.name, event.work) for event in trace.ops()) + sum(
+        event.work for event in trace.events if event.kind == "copy" and event.parent is None
     )
 
 
 def critical_path(trace: Trace) -> CriticalPath:
-    """The longest chain of outermost ops linked by `inputs` (those of nested ops included;
-    without dependency data: the longest op)."""
+    """The longest chain of outermost ops linked by `inputs` (those of nested ops included)
+    and program order (`after`); without dependency data: the longest op."""
     longest: dict[str, tuple[int, str | None]] = {}
     by_name: dict[str, TraceEvent] = {}
     for event in trace.ops():
         by_name.setdefault(event.name, event)
-    inputs = outermost_inputs(trace)
+    inputs = outermost_inputs(trace, program_order=True)
     for event in sorted(by_name.values(), key=lambda e: e.start):
         best_length, best_input = 0, None
         for name in sorted(inputs.get(event.name, ())):
             if name in longest and longest[name][0] > best_length:
                 best_length, best_input = longest[name][0], name
-        longest[event.name] = (best_length + event.duration, best_input)
+        longest[event.name] = (best_length + event.work, best_input)
     if not longest:
         return CriticalPath((), 0)
     end = max(longest, key=lambda name: longest[name][0])
@@ -121,7 +127,7 @@ def worker_lanes(trace: Trace) -> list[str]:
 
 def compute_lanes(trace: Trace) -> list[str]:
     """Lanes that computed (ran ops or shards): copy and transfer lanes are not workers."""
-    computed = {e.lane for e in trace.events if e.kind != "copy"}
+    computed = {e.lane for e in trace.events if e.kind != "copy" and e.role is WORK}
     return [lane for lane in trace.lanes if lane in computed and trace.lane(lane).kind.computes]
 
 
@@ -131,7 +137,8 @@ def computing_pieces(trace: Trace) -> list[TraceEvent]:
     return [
         e
         for e in trace.events
-        if (e.kind == "shard" or (e.kind == "op" and e.parent is None and e.name not in sharded))
+        if e.role is WORK
+        and (e.kind == "shard" or (e.kind == "op" and e.parent is None and e.name not in sharded))
         and trace.lane(e.lane).kind.computes
     ]
 
@@ -180,11 +187,7 @@ def gpu_busy(trace: Trace) -> float | None:
     if not ops or not all(e.device.startswith("gpu") for e in ops):
         return None
     span = trace.end - trace.start
-    return (
-        sum(end - start for start, end in merge((e.start, e.end) for e in ops)) / span
-        if span
-        else 0.0
-    )
+    return length(trace.work_spans(ops)) / span if span else 0.0
 
 
 def utilization(trace: Trace) -> dict[str, float]:
@@ -195,7 +198,7 @@ def utilization(trace: Trace) -> dict[str, float]:
 
 def idle_gaps(trace: Trace, lane: str, minimum_ns: int = 0) -> list[tuple[int, int]]:
     """Intervals (ns) inside the run where `lane` was idle, longest first is not implied."""
-    busy = merge((e.start, e.end) for e in trace.events if e.lane == lane)
+    busy = trace.work_intervals.get(lane, [])
     gaps, cursor = [], trace.start
     for start, end in busy:
         if start - cursor > minimum_ns:
@@ -253,9 +256,9 @@ def heaviest_dependency(
         needed = ancestors(events, consumers) & set(producers)
         if not needed:
             continue
-        busy = length(merge((e.start, e.end) for e in producers.values()))
-        held = length(merge((events[n].start, events[n].end) for n in needed))
-        heaviest = max(sorted(needed), key=lambda n: events[n].duration)
+        busy = length(trace.work_spans(producers.values()))
+        held = length(trace.work_spans(events[n] for n in needed))
+        heaviest = max(sorted(needed), key=lambda n: events[n].work)
         consumer = next(c for c in sorted(consumers) if heaviest in ancestors(events, [c]))
         found = Dependency(heaviest, consumer, len(needed), held / busy if busy else 1.0)
         if best is None or found.share > best.share:
@@ -268,9 +271,7 @@ def all_busy_fraction(trace: Trace, lanes: list[str], window: list[tuple[int, in
     total = sum(end - start for start, end in window)
     if not total or not lanes:
         return 0.0
-    busy_per_lane = [
-        merge((e.start, e.end) for e in trace.ops() if e.lane == lane) for lane in lanes
-    ]
+    busy_per_lane = [trace.work_spans(e for e in trace.ops() if e.lane == lane) for lane in lanes]
     covered = window
     for busy in busy_per_lane:
         covered = intersect(covered, busy)

@@ -9,12 +9,16 @@ branches without `record_function`, two Python threads — so a branch can be na
   an op outside the scope (a "step" event around a whole run);
 - a **lane**: "lane:cpu/PTThreadPool-1" (or just the lane's name when no scope has it) — the
   outermost ops that ran on that thread or stream;
+- a **device**: "device:cpu:1" — the outermost ops that ran on that device (JAX on two host
+  devices, a GPU against the CPU);
 - an **op-name pattern**: "op:aten::*" or any name with a `*`, `?` or `[` in it — every op
   (nested ones too) whose name matches, in `fnmatch` syntax; "op:a*|b*" matches either
   (XLA's ops, named "ynn_fusion.3", can be gathered into the branches they came from).
 
 `default_branches` picks what `explain()` compares when it is given nothing: the top-level
-scopes when there are two or more, else the lanes that ran ops.
+scopes when there are two or more, else the devices when the ops ran on two or more of one kind
+(JAX's host devices), else the lanes that ran ops. A branch's busy time is its ops' work: the
+time their lanes spent waiting or in setup inside them is left out.
 """
 
 from __future__ import annotations
@@ -23,12 +27,12 @@ import fnmatch
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .intervals import Intervals, intersect, length, merge
+from .intervals import Intervals, intersect, length
 
 if TYPE_CHECKING:
     from .trace import Trace, TraceEvent
 
-PREFIXES = ("scope:", "lane:", "op:")
+PREFIXES = ("scope:", "lane:", "op:", "device:")
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,7 @@ class Branch:
     """A named part of a run: its label, how it was named, its ops and when they ran."""
 
     label: str
-    by: str  # "scope" | "lane" | "op"
+    by: str  # "scope" | "lane" | "op" | "device"
     ops: tuple[TraceEvent, ...]
     busy: Intervals
 
@@ -45,11 +49,11 @@ class Branch:
         return length(self.busy)
 
 
-def _branch(label: str, by: str, ops: list[TraceEvent]) -> Branch:
+def _branch(trace: Trace, label: str, by: str, ops: list[TraceEvent]) -> Branch:
     """The branch of `ops`, keeping the outermost of them (those not nested in another one)."""
     names = {e.name for e in ops}
     outermost = tuple(e for e in ops if e.parent is None or e.parent not in names)
-    return Branch(label, by, outermost, merge((e.start, e.end) for e in outermost))
+    return Branch(label, by, outermost, trace.work_spans(outermost))
 
 
 def _choices(trace: Trace) -> str:
@@ -76,6 +80,8 @@ def select(trace: Trace, spec: str) -> Branch:
         ops = [e for e in trace.ops(nested=True) if e.in_scope(name)]
     elif by == "lane":
         ops = [e for e in trace.ops() if e.lane == name]
+    elif by == "device":
+        ops = [e for e in trace.ops() if e.device == name]
     else:
         patterns = name.split("|")
         ops = [
@@ -85,7 +91,7 @@ def select(trace: Trace, spec: str) -> Branch:
         ]
     if not ops:
         raise ValueError(f"no op events for {by} {name!r}; {_choices(trace)}")
-    return _branch(name, by, ops)
+    return _branch(trace, name, by, ops)
 
 
 def overlap_of(a: Branch, b: Branch) -> float:
@@ -105,11 +111,25 @@ def default_branches(trace: Trace) -> list[Branch]:
     scopes = [s for s in trace.scopes() if s]
     if len(scopes) >= 2:
         return [select(trace, f"scope:{s}") for s in scopes]
+    devices = _devices(trace)
+    if len(devices) >= 2:
+        return [select(trace, f"device:{device}") for device in devices]
     by_lane: dict[str, list[TraceEvent]] = {}
     for event in trace.ops():
         if trace.lane(event.lane).kind.computes:
             by_lane.setdefault(event.lane, []).append(event)
     if len(by_lane) >= 2:
-        lanes = [_branch(lane, "lane", ops) for lane, ops in by_lane.items()]
+        lanes = [_branch(trace, lane, "lane", ops) for lane, ops in by_lane.items()]
         return sorted(lanes, key=lambda b: -b.busy_ns)
     return [select(trace, f"scope:{s}") for s in scopes]
+
+
+def _devices(trace: Trace) -> list[str]:
+    """The devices the ops ran on, when they are two or more of one kind ("cpu:0", "cpu:1";
+    not a GPU beside the host, whose ops are launches and copies), in order of first use."""
+    seen: dict[str, None] = {}
+    for event in trace.ops():
+        seen.setdefault(event.device, None)
+    kinds = {device.partition(":")[0] for device in seen}
+    numbered = all(device.partition(":")[2].isdigit() for device in seen)
+    return list(seen) if len(kinds) == 1 and numbered and len(seen) >= 2 else []

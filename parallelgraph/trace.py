@@ -19,13 +19,32 @@ inside its caller). The first time the events are read, each one gets its `depth
 adds time up — `ops()`, work, bounds, busy time, overlap — counts the *outermost* events, so
 nested time is counted once; the Gantt draws deeper events as sub-rows of their lane.
 
+Roles are part of the model too. Every event is *work* (`EventRole.WORK`), *waiting* (a caller
+holding a span while work it launched runs on other lanes: a `torch.jit.fork` caller, ONNX
+Runtime's `model_run`, a thread join, `ray.get`) or *setup* (model loading, session start),
+decided once when a trace is read (`parallelgraph.chrome`); the profiler's own events are left
+out there. On a lane, at each instant the *innermost* open event decides what the thread did, so
+ops that run inside a waiting span on its own thread (ONNX Runtime's sequential executor) are
+still work. Work events nest among work events only (`depth`, `parent`), waiting and setup
+events among their own kind; the Trace computes once, per lane, the intervals spent in work
+(`work_intervals`), and everything that adds time up counts only those: the makespan, busy
+time, work, bounds, overlap and the replay. A work event's `idle_ns` is the part of it that its
+lane spent in waiting or setup events nested inside it, so `event.work` is its working time.
+
+`after` is a program-order dependency: on a lane of a producer that runs ops in program order
+(eager PyTorch's calling thread, a Python thread), each outermost op comes after the one before
+it even when the file records no data flow between them. The critical path and the replay
+follow it; it is never reported as a data dependency between branches.
+
 `source` says which tool wrote the events ("parallelgraph", or for an imported file
 "tensorflow", "pytorch", "jax", "python" (viztracer and other Python tracers), "trace-event").
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +55,20 @@ from .lanes import Lane, lane_of, parse_lane
 
 if TYPE_CHECKING:
     from .plan import Plan
+
+
+class EventRole(str, enum.Enum):
+    """What an event's time was (see the module docstring); the value is what files record."""
+
+    WORK = "work"
+    WAITING = "waiting"
+    SETUP = "setup"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+WORK = EventRole.WORK
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +94,18 @@ class TraceEvent:
     depth: int = 0
     parent: str | None = None
     shapes: str = ""  # "(512, 1024) x (1024, 1024) -> (512, 1024) float32", or the profiler's
+    role: EventRole = WORK
+    after: str | None = None  # the op before it on its lane, in program order
+    idle_ns: int = 0  # of a work event: its lane's time in waiting/setup nested inside it
 
     @property
     def duration(self) -> int:
         return self.end - self.start
+
+    @property
+    def work(self) -> int:
+        """ns of work: the duration less the nested waiting and setup (0 for those events)."""
+        return self.end - self.start - self.idle_ns if self.role is WORK else 0
 
     def in_scope(self, scope: str) -> bool:
         """True if the event belongs to `scope` or to a scope nested in it."""
@@ -156,6 +197,10 @@ def _events_from_records(plan: Plan, records: list[tuple[Any, ...]]) -> tuple[Tr
     return tuple(events)
 
 
+merge_intervals = intervals_module.merge  # the union of [start, end) intervals
+Intervals = intervals_module.Intervals
+
+
 class Spanned(Protocol):
     """Anything with a lane and a [start, end) time: an event, or a reader's draft of one."""
 
@@ -197,10 +242,29 @@ def nesting(items: Sequence[Spanned]) -> list[tuple[int, int]]:
     return placed
 
 
+class Roled(Spanned, Protocol):
+    role: EventRole
+
+
+def role_nesting(items: Sequence[Roled]) -> list[tuple[int, int]]:
+    """`nesting`, with work items nested among work items and the others among themselves
+    (see the module docstring)."""
+    if all(item.role is WORK for item in items):
+        return nesting(items)
+    placed = [(0, -1)] * len(items)
+    work = [position for position, item in enumerate(items) if item.role is WORK]
+    other = [position for position, item in enumerate(items) if item.role is not WORK]
+    for group in (work, other):
+        for position, (depth, parent) in zip(group, nesting([items[p] for p in group])):
+            placed[position] = (depth, group[parent] if parent >= 0 else -1)
+    return placed
+
+
 def nest(events: Sequence[TraceEvent]) -> tuple[TraceEvent, ...]:
-    """`events` with `depth` and `parent` set by `nesting`; events already right are kept."""
+    """`events` with `depth` and `parent` set by `role_nesting`; events already right are
+    kept."""
     placed = list(events)
-    for position, (depth, parent) in enumerate(nesting(events)):
+    for position, (depth, parent) in enumerate(role_nesting(events)):
         event = events[position]
         name = events[parent].name if parent >= 0 else None
         if depth != event.depth or name != event.parent:
@@ -208,7 +272,59 @@ def nest(events: Sequence[TraceEvent]) -> tuple[TraceEvent, ...]:
     return tuple(placed)
 
 
-merge_intervals = intervals_module.merge  # the union of [start, end) intervals
+def work_layout(events: Sequence[TraceEvent]) -> tuple[dict[str, Intervals], list[int]]:
+    """Per lane, the intervals its thread spent in work (the innermost open event decides),
+    and each event's `idle_ns` (the time in waiting or setup nested inside a work event).
+
+    O(n log n): one nesting of all events, each event's exclusive time (its span less its
+    children's), the union of the work events' exclusive time per lane.
+    """
+    if all(event.role is WORK for event in events):
+        per_lane: dict[str, list[tuple[int, int]]] = {}
+        for event in events:
+            per_lane.setdefault(event.lane, []).append((event.start, event.end))
+        return {lane: merge_intervals(spans) for lane, spans in per_lane.items()}, [0] * len(
+            events
+        )
+    children: dict[int, list[tuple[int, int]]] = {}
+    for position, (_, parent) in enumerate(nesting(events)):
+        if parent >= 0:
+            children.setdefault(parent, []).append((events[position].start, events[position].end))
+    exclusive: dict[str, list[tuple[int, int]]] = {}
+    for position, event in enumerate(events):
+        own = [(event.start, event.end)]
+        if position in children:
+            own = intervals_module.subtract(own, merge_intervals(children[position]))
+        if event.role is WORK:
+            exclusive.setdefault(event.lane, []).extend(own)
+        else:
+            exclusive.setdefault(event.lane, [])
+    lanes = {lane: merge_intervals(spans) for lane, spans in exclusive.items()}
+    idle = [
+        event.duration - covered(lanes[event.lane], event.start, event.end)
+        if event.role is WORK
+        else 0
+        for event in events
+    ]
+    return lanes, idle
+
+
+def _with_idle(event: TraceEvent, idle_ns: int) -> TraceEvent:
+    return event if event.idle_ns == idle_ns else dataclasses.replace(event, idle_ns=idle_ns)
+
+
+def covered(intervals: Intervals, start: int, end: int) -> int:
+    """How much of [start, end) the sorted disjoint `intervals` cover (by bisection)."""
+    position = max(0, bisect.bisect_right(intervals, (start, start)) - 1)
+    total = 0
+    while position < len(intervals) and intervals[position][0] < end:
+        low, high = max(intervals[position][0], start), min(intervals[position][1], end)
+        if low < high:
+            total += high - low
+        position += 1
+    return total
+
+
 
 
 def intersection_length(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> int:
@@ -237,6 +353,7 @@ class Trace:
         self._given: tuple[TraceEvent, ...] = tuple(events)
         self._events: tuple[TraceEvent, ...] | None = self._given if nested else None
         self._lanes: tuple[str, ...] | None = None
+        self._work: dict[str, Intervals] | None = None
         self._records: tuple[Plan, list[tuple[Any, ...]]] | None = None
         self.metadata: dict[str, Any] = dict(metadata or {})
 
@@ -251,12 +368,51 @@ class Trace:
 
     @property
     def events(self) -> tuple[TraceEvent, ...]:
-        """All events with their nesting, ordered by start time (an op before its shards)."""
+        """All events with their nesting, ordered by start time (an op before its shards);
+        waiting and setup events too (see `role`), each work event with its `idle_ns`."""
         if self._events is None:
             if self._records is not None:
                 self._given, self._records = _events_from_records(*self._records), None
             self._events, self._given = nest(self._given), ()
+        if self._work is None:
+            self._work, idle = work_layout(self._events)
+            if any(idle[p] != event.idle_ns for p, event in enumerate(self._events)):
+                self._events = tuple(
+                    _with_idle(event, idle[p]) for p, event in enumerate(self._events)
+                )
         return self._events
+
+    @property
+    def work_intervals(self) -> dict[str, Intervals]:
+        """Per lane, when its thread (or stream) did work: sorted disjoint ns intervals, the
+        time in waiting and setup left out (see the module docstring)."""
+        self.events  # noqa: B018 -- computes the layout once
+        assert self._work is not None
+        return self._work
+
+    def work_spans(self, events: Iterable[TraceEvent]) -> Intervals:
+        """When `events` were working: the union of their spans, less the time their lanes
+        spent waiting or in setup (the busy time of a branch)."""
+        lanes = self.work_intervals
+        pieces: list[tuple[int, int]] = []
+        for event in events:
+            if event.role is not WORK:
+                continue
+            if not event.idle_ns:
+                pieces.append((event.start, event.end))
+                continue
+            pieces.extend(
+                intervals_module.intersect(lanes.get(event.lane, []), [(event.start, event.end)])
+            )
+        return merge_intervals(pieces)
+
+    def left_out(self) -> dict[EventRole, list[TraceEvent]]:
+        """The outermost waiting and setup events, by role: what the analysis did not count."""
+        out: dict[EventRole, list[TraceEvent]] = {}
+        for event in self.events:
+            if event.role is not WORK and event.parent is None:
+                out.setdefault(event.role, []).append(event)
+        return out
 
     @property
     def source(self) -> str:
@@ -271,15 +427,20 @@ class Trace:
     # -- shape of the run -------------------------------------------------------------------
     @property
     def start(self) -> int:
-        return min((e.start for e in self.events), default=0)
+        """ns: when the first work began (of any event, in a trace without work)."""
+        starts = [spans[0][0] for spans in self.work_intervals.values() if spans]
+        return min(starts, default=min((e.start for e in self.events), default=0))
 
     @property
     def end(self) -> int:
-        return max((e.end for e in self.events), default=0)
+        """ns: when the last work ended (of any event, in a trace without work)."""
+        ends = [spans[-1][1] for spans in self.work_intervals.values() if spans]
+        return max(ends, default=max((e.end for e in self.events), default=0))
 
     @property
     def makespan(self) -> float:
-        """Seconds from the first event's start to the last event's end."""
+        """Seconds from the first work's start to the last work's end (waiting and setup
+        around the work are not part of the run's time)."""
         return (self.end - self.start) / 1e9
 
     @property
@@ -288,16 +449,28 @@ class Trace:
 
     @property
     def lanes(self) -> list[str]:
-        """Lane names in display order: workers, intra-op helpers, GPU streams, copies."""
+        """Lane names in display order: workers, intra-op helpers, GPU streams, copies (the
+        lanes that did work; `all_lanes` adds those that only waited or set up)."""
         if self._lanes is None:  # sorted once: the analyses ask for it many times
-            names = {e.lane for e in self.events}
+            names = {e.lane for e in self.events if e.role is WORK}
             self._lanes = tuple(sorted(names, key=lambda name: self.lane(name).sort_key))
         return list(self._lanes)
 
+    @property
+    def all_lanes(self) -> list[str]:
+        """Every lane with an event, work or not, in display order."""
+        names = {e.lane for e in self.events}
+        return sorted(names, key=lambda name: self.lane(name).sort_key)
+
     def ops(self, nested: bool = False) -> list[TraceEvent]:
-        """Op events (no shards or copies): the outermost ones on their lanes, which hold all
-        the time of those nested in them; `nested=True` adds the nested ones."""
-        return [e for e in self.events if e.kind == "op" and (nested or e.parent is None)]
+        """Work op events (no shards, copies, waiting or setup): the outermost ones on their
+        lanes, which hold all the time of those nested in them; `nested=True` adds the nested
+        ones."""
+        return [
+            e
+            for e in self.events
+            if e.kind == "op" and e.role is WORK and (nested or e.parent is None)
+        ]
 
     def scopes(self) -> list[str]:
         """Top-level scopes in order of first appearance ("" for ops outside any scope)."""
@@ -326,14 +499,10 @@ class Trace:
         return overlap(self, branch_a, branch_b)
 
     def lane_busy(self) -> dict[str, float]:
-        """Busy seconds per lane (the union of the lane's events: nested time counts once)."""
-        per_lane: dict[str, list[tuple[int, int]]] = {lane: [] for lane in self.lanes}
-        for event in self.events:
-            per_lane[event.lane].append((event.start, event.end))
-        return {
-            lane: intervals_module.length(merge_intervals(spans)) / 1e9
-            for lane, spans in per_lane.items()
-        }
+        """Busy seconds per lane: its time in work (nested time counts once; waiting and setup
+        do not count)."""
+        work = self.work_intervals
+        return {lane: intervals_module.length(work.get(lane, [])) / 1e9 for lane in self.lanes}
 
     def work(self) -> float:
         """Compute seconds: shard time for sharded ops, op time for the rest (see analysis)."""

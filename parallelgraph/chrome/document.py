@@ -5,7 +5,10 @@ events and matched 'B'/'E' pairs), its flow points ('s', 't', 'f'), and the proc
 names of its 'M' events. Timestamps are always microseconds (`displayTimeUnit` only changes
 what viewers display) and become integer nanoseconds. Every other phase (counters, instants,
 async, object and sample events, and letters nobody knows) is skipped. 'B'/'E' pairs are matched
-as a stack per thread, in timestamp order.
+as a stack per thread, in timestamp order, as tolerantly as the viewers match them: a slice that
+never ended (a streamed file cut while recording) ends at the trace's last timestamp, and an 'E'
+whose 'B' is not in the file (a ring buffer overwrote it) is skipped; each is said in
+`Document.notes`.
 
 A malformed event raises ValueError naming the file, the event's index and the field.
 """
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Thread = tuple[Any, Any]  # (pid, tid) as found in a file
@@ -55,8 +58,11 @@ class Document:
     slices: list[Slice]
     flows: list[FlowPoint]
     process_names: dict[Any, str]
-    thread_names: dict[Thread, str]
+    thread_names: dict[Thread, str]  # the last name given to each thread
     header: dict[str, Any]  # top-level keys of the object form, but traceEvents
+    #: every name given to each thread, in file order (Kineto names a pool thread twice)
+    thread_name_list: dict[Thread, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what was repaired while reading
 
 
 def _describe(raw: dict[str, Any]) -> str:
@@ -142,6 +148,7 @@ def _read_metadata(raw: dict[str, Any], document: Document) -> None:
         document.process_names[_identity(raw.get("pid"))] = str(value)
     elif name == "thread_name":
         document.thread_names[_thread(raw)] = str(value)
+        document.thread_name_list.setdefault(_thread(raw), []).append(str(value))
 
 
 def _flow_point(raw: dict[str, Any], index: int, ts: int) -> FlowPoint | None:
@@ -158,12 +165,15 @@ def _flow_point(raw: dict[str, Any], index: int, ts: int) -> FlowPoint | None:
     )
 
 
-def _match_begin_end(durations: list[tuple[int, dict[str, Any], int]], source: str) -> list[Slice]:
-    """Pair 'B' and 'E' events per thread, innermost first, in timestamp order."""
+def _match_begin_end(
+    durations: list[tuple[int, dict[str, Any], int]], last_ts: int, document: Document
+) -> list[Slice]:
+    """Pair 'B' and 'E' events per thread, innermost first, in timestamp order; an 'E' with no
+    open 'B' is skipped, a 'B' never ended ends at `last_ts` (both said in `document.notes`)."""
     by_thread: dict[Thread, list[tuple[int, dict[str, Any], int]]] = defaultdict(list)
     for entry in durations:
         by_thread[_thread(entry[1])].append(entry)
-    slices = []
+    slices, orphans, unended = [], [], []
     for thread, entries in by_thread.items():
         stack: list[tuple[int, dict[str, Any], int]] = []
         for index, raw, ts in sorted(entries, key=lambda entry: (entry[2], entry[0])):
@@ -171,29 +181,42 @@ def _match_begin_end(durations: list[tuple[int, dict[str, Any], int]], source: s
                 stack.append((index, raw, ts))
                 continue
             if not stack:
-                raise ValueError(
-                    f"{source}: event {index} ('E' at ts {raw['ts']} µs on pid {thread[0]} tid "
-                    f"{thread[1]}) ends a slice that no 'B' event began"
-                )
+                orphans.append((index, raw, thread))
+                continue
             begin_index, begin, start = stack.pop()
-            args = {**args_of(begin), **args_of(raw)}
-            name = str(begin.get("name", raw.get("name", "?")))
-            slices.append(
-                Slice(begin_index, name, str(begin.get("cat", "")), thread, start, ts, args)
-            )
-        if stack:
-            index, raw, _ = stack[-1]
-            raise ValueError(
-                f"{source}: event {index} ('B' {str(raw.get('name', ''))!r} at ts {raw['ts']} µs "
-                f"on pid {thread[0]} tid {thread[1]}) has no 'E' event; is the file truncated?"
-            )
+            slices.append(_paired(begin_index, begin, raw, thread, start, ts))
+        for begin_index, begin, start in stack:
+            unended.append(begin)
+            slices.append(_paired(begin_index, begin, {}, thread, start, max(start, last_ts)))
+    if orphans:
+        index, raw, thread = orphans[0]
+        document.notes.append(
+            f"Skipped {len(orphans)} 'E' event(s) that end a slice no 'B' event began (the "
+            f"first: event {index} at ts {raw['ts']} µs on pid {thread[0]} tid {thread[1]}); "
+            "a ring buffer that overwrote the start, or a trace cut while recording."
+        )
+    if unended:
+        names = ", ".join(sorted({repr(str(b.get("name", "?"))[:40]) for b in unended})[:3])
+        document.notes.append(
+            f"{len(unended)} slice(s) never ended ({names}; a file cut while recording): "
+            "they end at the trace's last timestamp, as trace viewers draw them."
+        )
     return slices
+
+
+def _paired(
+    index: int, begin: dict[str, Any], end: dict[str, Any], thread: Thread, start: int, stop: int
+) -> Slice:
+    args = {**args_of(begin), **args_of(end)}
+    name = str(begin.get("name", end.get("name", "?")))
+    return Slice(index, name, str(begin.get("cat", "")), thread, start, stop, args)
 
 
 def read_document(document: Any, source: str) -> Document:
     raw_events, header = _split_document(document, source)
     result = Document(source, [], [], {}, {}, header)
     durations: list[tuple[int, dict[str, Any], int]] = []
+    last_ts = 0
     for index, raw in enumerate(raw_events):
         if not isinstance(raw, dict):
             raise ValueError(f"{source}: event {index} is not an object: {raw!r:.80}")
@@ -203,14 +226,16 @@ def read_document(document: Any, source: str) -> Document:
         if phase not in TIMED_PHASES:
             continue  # metadata done; counters, instants, async, objects, samples: skipped
         ts = _timestamp(raw, source, index)
+        last_ts = max(last_ts, ts)
         if phase == "X":
             end = ts + _duration(raw, source, index)
+            last_ts = max(last_ts, end)
             name, cat = str(raw.get("name", "?")), str(raw.get("cat", ""))
             result.slices.append(Slice(index, name, cat, _thread(raw), ts, end, args_of(raw)))
         elif phase in ("B", "E"):
             durations.append((index, raw, ts))
         elif (point := _flow_point(raw, index, ts)) is not None:
             result.flows.append(point)
-    result.slices.extend(_match_begin_end(durations, source))
+    result.slices.extend(_match_begin_end(durations, last_ts, result))
     result.slices.sort(key=lambda s: (s.start, -s.end, s.index))
     return result

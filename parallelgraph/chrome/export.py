@@ -19,10 +19,11 @@ Strict to the Trace Event Format, in its object form `{"traceEvents": [...], "di
   closes a slice at its end timestamp before it binds a flow there) and an 'f' event with
   binding point "e" at the consumer's start on its thread, sharing `id`, `cat` ("dependency")
   and `name` (the producer's name). Flow events follow all complete events in the file.
-- every field of a TraceEvent (op type, scope, device, lane, flops, bytes, shard, inputs) goes in
-  the event's `args`, and `otherData` holds the format tag, the trace metadata (its source and
-  lane kinds included) and `origin_ns` (when the trace started, in the trace's own ns clock),
-  which is what makes `load` an exact inverse of `save`, every field and time included.
+- every field of a TraceEvent (op type, scope, device, lane, flops, bytes, shard, inputs, and
+  role and program-order predecessor when they are not the defaults) goes in the event's `args`,
+  and `otherData` holds the format tag, the trace metadata (its source and lane kinds included)
+  and `origin_ns` (when the first event started, in the trace's own ns clock), which is what
+  makes `load` an exact inverse of `save`, every field and time included.
 
 `dump` writes atomically: a temporary file beside the target, then `os.replace`, so a failed
 write (a full disk) never leaves a truncated file where a good one was. A name ending in ".gz"
@@ -43,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..lanes import Lane
-from ..trace import Trace, TraceEvent
+from ..trace import WORK, Trace, TraceEvent
 
 FORMAT = "parallelgraph-trace/1"
 FLOW_CATEGORY = "dependency"
@@ -181,6 +182,10 @@ def _complete_event(event: TraceEvent, thread: tuple[int, int], origin: int) -> 
         args["inputs"] = list(event.inputs)
     if event.shapes:
         args["shapes"] = event.shapes
+    if event.role is not WORK:
+        args["role"] = event.role.value
+    if event.after is not None:
+        args["after"] = event.after
     ts, dur = _span(event.start, event.end, origin)
     return {
         "name": event.name if event.shard is None else f"{event.name}[{event.shard}]",
@@ -232,8 +237,8 @@ def _flow_events(
 def to_chrome(trace: Trace) -> dict[str, Any]:
     """The trace as a JSON-ready dict in the trace-event format's object form."""
     ordered = sorted(trace.events, key=_event_order)
-    threads = _layout([trace.lane(name) for name in trace.lanes], ordered)
-    origin = trace.start
+    threads = _layout([trace.lane(name) for name in trace.all_lanes], ordered)
+    origin = min((event.start for event in ordered), default=0)
     slices = [_complete_event(e, threads.of_event[id(e)], origin) for e in ordered]
     return {
         "traceEvents": threads.metadata + slices + _flow_events(ordered, threads.of_event, origin),

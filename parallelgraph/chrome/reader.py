@@ -10,9 +10,13 @@ any trace-event file). What is common to all of them happens here:
   begins there) to the next step's slice;
 - **unique names**: imported names that repeat ("aten::mm") get "#2", "#3".. in start order so
   that `inputs` and the critical path can tell instances apart;
+- **roles**: for a producer that cannot name its waiting events, the enclosing events that wait
+  for work on other lanes are found by their timing (`roles.infer_waiting`);
+- **program order**: on the lanes the producer says ran in program order, each outermost work
+  op comes `after` the one before it;
 - **metadata**: `source` (the producer), `lane_kinds` (what the producer knows about lanes whose
-  names do not say it), `notes` (what was left out, and why), and `imported` (the file and its
-  header, e.g. PyTorch's deviceProperties).
+  names do not say it), `notes` (what was left out or repaired, and why), and `imported` (the
+  file and its header, e.g. PyTorch's deviceProperties).
 """
 
 from __future__ import annotations
@@ -24,11 +28,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..trace import Trace, nesting
+from ..trace import WORK, Trace, role_nesting
 from .document import Document, FlowPoint, Slice, Thread, read_document
 from .files import read_json
 from .producers import detect_producer
-from .producers.base import Draft
+from .producers.base import Converted, Draft
+from .roles import infer_waiting
 
 
 class _ThreadIndex:
@@ -125,6 +130,24 @@ def _attach_inputs(edges: Iterable[tuple[Draft, Draft]]) -> None:
             consumer.inputs.append(producer.name)
 
 
+def _program_order(
+    drafts: Sequence[Draft], placed: Sequence[tuple[int, int]], converted: Converted
+) -> None:
+    """On each program-order lane, every outermost work op comes after the one before it."""
+    if not converted.program_order:
+        return
+    previous: dict[str, Draft] = {}
+    for draft, (_, parent) in zip(drafts, placed):  # drafts are in start order
+        if draft.lane not in converted.program_order or parent >= 0:
+            continue
+        if draft.kind != "op" or draft.role is not WORK or draft.parent is not None:
+            continue
+        before = previous.get(draft.lane)
+        if before is not None and before.end <= draft.start:
+            draft.after = before.name
+        previous[draft.lane] = draft
+
+
 def _metadata(document: Document, source: str, converted: Any) -> dict[str, Any]:
     if source == "parallelgraph":
         metadata = document.header["otherData"].get("metadata", {})
@@ -135,8 +158,9 @@ def _metadata(document: Document, source: str, converted: Any) -> dict[str, Any]
     metadata: dict[str, Any] = {"source": source, "imported": imported}
     if converted.lane_kinds:
         metadata["lane_kinds"] = {lane: kind.value for lane, kind in converted.lane_kinds.items()}
-    if converted.notes:
-        metadata["notes"] = list(converted.notes)
+    notes = [*document.notes, *converted.notes]
+    if notes:
+        metadata["notes"] = notes
     return metadata
 
 
@@ -156,9 +180,13 @@ def from_chrome(document: Any, source: str = "<trace>") -> Trace:
         converted.edges.extend(_flow_edges(parsed, converted.owner))
     _attach_inputs(converted.edges)
     drafts = sorted(converted.drafts, key=lambda d: (d.start, d.kind != "op", -d.end))
-    events = [  # nested as the Trace would nest them, so it has nothing left to redo
+    if converted.infer_waiting:
+        infer_waiting(drafts, converted)
+    placed = role_nesting(drafts)  # as the Trace would nest them, so it has nothing to redo
+    _program_order(drafts, placed, converted)
+    events = [
         draft.freeze(depth, drafts[parent].event_name if parent >= 0 else None)
-        for draft, (depth, parent) in zip(drafts, nesting(drafts))
+        for draft, (depth, parent) in zip(drafts, placed)
     ]
     return Trace(events, _metadata(parsed, producer.name, converted), nested=True)
 

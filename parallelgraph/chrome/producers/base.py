@@ -9,6 +9,15 @@ A producer module (one per tool that writes traces) defines `PRODUCER = Producer
   file records;
 - `knobs`: what the tool calls the settings `explain()` advises on (`Knobs`), so the advice
   reads in the user's own terms.
+
+A producer also says what each event's time was (`Draft.role`: work, or a caller *waiting* for
+work it launched elsewhere, or *setup* such as model loading; the innermost event decides, see
+`parallelgraph.trace`), and which lanes ran their ops in program order
+(`Converted.program_order`: eager PyTorch's calling thread, a Python thread, a sequential
+executor's thread — never a pool thread that runs independent tasks one after another, and never
+a lane whose file records the real inputs). A producer that cannot vouch for waiting by name
+sets `Converted.infer_waiting` and the reader finds the enclosing events that wait by their
+timing (`parallelgraph.chrome.roles`).
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...lanes import LaneKind
-from ...trace import TraceEvent
+from ...trace import WORK, EventRole, TraceEvent
 from ..document import Document, Slice, Thread
 
 
@@ -42,6 +51,8 @@ class Draft:
     inputs: list[str] = field(default_factory=list)
     parent: Draft | None = None  # the op a shard belongs to
     shapes: str = ""
+    role: EventRole = WORK
+    after: str | None = None  # set by the reader on program-order lanes
 
     @property
     def event_name(self) -> str:
@@ -65,6 +76,8 @@ class Draft:
             depth,
             parent,
             self.shapes,
+            self.role,
+            self.after,
         )
 
 
@@ -78,6 +91,10 @@ class Converted:
     edges: list[tuple[Draft, Draft]] = field(default_factory=list)  # (producer, consumer)
     lane_kinds: dict[str, LaneKind] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: lanes whose consecutive outermost work ops ran in program order (see the docstring)
+    program_order: set[str] = field(default_factory=set)
+    #: find waiting events by their timing (`parallelgraph.chrome.roles`)
+    infer_waiting: bool = False
 
     def add(self, draft: Draft, *slices: Slice) -> Draft:
         self.drafts.append(draft)
@@ -100,6 +117,11 @@ class Knobs:
     one_at_a_time: str  # what made a CPU run do one op at a time ("Cause: <this> — ...")
     bigger_ops: str = (
         "make ops bigger (batch the work): tiny ops cost more to hand off than to run."
+    )
+    #: completes "Not determined from this trace; to settle it, ...": the run that would tell
+    experiment: str = (
+        "run the program once with the setting that lets independent parts run at the same "
+        "time (and once with more threads per op), trace both, and compare their makespans."
     )
 
 

@@ -5,15 +5,22 @@ reader): name and category as the op type; the scope is the name up to its last 
 convention of TensorFlow and parallelgraph); the lane is "<process name>/<thread name>" (the
 pid or tid stands in for a missing name; a named thread of an unnamed process is just its name
 when no other thread has it); "memcpy" in the category or name makes a copy; and any of our own
-`args` keys that are present (lane, scope, op_type, device, flops, bytes, shard, inputs) win.
+`args` keys that are present (lane, scope, op_type, device, flops, bytes, shard, inputs, role,
+after) win. Lanes are named, not parsed: a thread called "transfer" or "memcpy" is a thread that
+computed, unless the file's own `lane` args say otherwise (our files). Waiting is found by its
+timing (`parallelgraph.chrome.roles`): a producer we do not know cannot name it.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
+from ...lanes import LaneKind
+from ...trace import EventRole
 from ..document import Document, Thread
 from .base import Converted, Draft, Knobs, Producer, integer, scope_of
+
+ROLES = {role.value: role for role in EventRole}
 
 KINDS = ("op", "shard", "copy")
 
@@ -45,10 +52,11 @@ def lanes_by_thread(document: Document) -> dict[Thread, str]:
     return lanes
 
 
-def convert(document: Document) -> Converted:
-    """Slices with whatever of our `args` they carry; derive the rest from name and thread."""
+def convert(document: Document, ours: bool = False) -> Converted:
+    """Slices with whatever of our `args` they carry; derive the rest from name and thread.
+    `ours`: the file is parallelgraph's, whose lane names follow our rules."""
     lanes = lanes_by_thread(document)
-    converted = Converted()
+    converted = Converted(infer_waiting=not ours)
     for piece in document.slices:
         args, name = piece.args, piece.name
         shard = args.get("shard")
@@ -75,9 +83,15 @@ def convert(document: Document) -> Converted:
                 shard=shard if kind == "shard" else None,
                 inputs=[str(x) for x in inputs] if isinstance(inputs, list) else [],
                 shapes=str(args.get("shapes", "")),
+                role=ROLES.get(str(args.get("role", "work")), EventRole.WORK),
+                after=str(args["after"]) if isinstance(args.get("after"), str) else None,
             ),
             piece,
         )
+    if not ours:  # a foreign file's thread names say nothing about what a lane is
+        for lane in {draft.lane for draft in converted.drafts}:
+            copies = all(d.kind == "copy" for d in converted.drafts if d.lane == lane)
+            converted.lane_kinds[lane] = LaneKind.COPY if copies else LaneKind.WORKER
     return converted
 
 

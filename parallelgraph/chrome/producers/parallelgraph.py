@@ -34,7 +34,7 @@ def detect(document: Document) -> bool:
 
 
 def convert(document: Document) -> Converted:
-    converted = generic.convert(document)
+    converted = generic.convert(document, ours=True)
     origin = document.header["otherData"].get("origin_ns", 0)
     if isinstance(origin, int) and not isinstance(origin, bool):
         for draft in converted.drafts:
