@@ -222,6 +222,29 @@ def ancestors(events: dict[str, TraceEvent], names: Iterable[str]) -> set[str]:
     return seen
 
 
+def input_chain(trace: Trace, producer: str, consumer: str) -> tuple[str, ...]:
+    """The shortest path of inputs from `producer` to `consumer` (both included), each name a
+    real input of the next; () when the consumer does not (transitively) consume the producer."""
+    events = op_events_by_name(trace)
+    came_from: dict[str, str | None] = {consumer: None}
+    frontier = [consumer]
+    while frontier and producer not in came_from:
+        following = []
+        for name in frontier:
+            for source in sorted(events[name].inputs if name in events else ()):
+                if source not in came_from:
+                    came_from[source] = name
+                    following.append(source)
+        frontier = following
+    if producer not in came_from:
+        return ()
+    chain, name = [producer], came_from[producer]
+    while name is not None:
+        chain.append(name)
+        name = came_from[name]
+    return tuple(chain)
+
+
 def dependency_between(trace: Trace, scope_a: str, scope_b: str) -> tuple[str, str] | None:
     """An edge (producer, consumer) showing that one scope depends on the other, or None: the
     heaviest such dependency (`heaviest_dependency`) between the scopes' ops."""

@@ -30,6 +30,13 @@ so a run that used one thread is never told that "only more cores help". Last co
 change most likely to help, in the words of the tool that wrote the trace (`Trace.source`:
 TensorFlow's ConfigProto, PyTorch's torch.set_num_threads, JAX's devices, Python threads).
 
+Evidence first, words second: every cause comes with a typed record of the numbers behind it
+(`parallelgraph.evidence`), and the suggestion with the facts it rests on (`Advice`), so a
+statement can be checked against its numbers. Where the trace supports no cause the pair says
+"not determined" and names the experiment, in the producer's words, that would settle it. Only
+work counts (`parallelgraph.trace`): waiting and setup are left out of every number, and the
+report says what it left out.
+
 A trace whose ops all ran on a GPU is judged as one: its streams are not processors (kernels on
 two streams share one GPU's multiprocessors, so overlap shows concurrency, not speed-up), so the
 report gives the GPU's busy fraction instead of work / P, and never proposes CPU thread counts.
@@ -48,8 +55,21 @@ from typing import TYPE_CHECKING, Any
 
 from . import analysis
 from .branches import Branch, default_branches, overlap_of, select
+from .evidence import (
+    EVERY_LANE_BUSY,
+    Advice,
+    AllBusyEvidence,
+    DependencyEvidence,
+    LatencyEvidence,
+    OneAtATimeEvidence,
+    OneStreamEvidence,
+    PlacementEvidence,
+    ShortOpsEvidence,
+    Undetermined,
+)
 from .lanes import LaneKind
 from .plan import INEXPENSIVE_NS
+from .trace import EventRole
 
 if TYPE_CHECKING:
     from .chrome.producers.base import Knobs
@@ -64,7 +84,7 @@ LATENCY_NS = 1_000_000
 #: Ops shorter than this can all finish on one thread before a second one wakes up.
 WAKE_UP_NS = 1_000_000
 #: Fraction of the exclusive time during which all workers were busy to call them "all busy".
-ALL_BUSY = 0.8
+ALL_BUSY = EVERY_LANE_BUSY
 #: A dependency is the cause when the producer-side ops it needs hold this much of its branch.
 DEPENDENCY_SHARE = 0.5
 #: A run in which things computed at once less than this share of the time did one at a time.
@@ -85,12 +105,10 @@ class Cause(str, enum.Enum):
     ALL_BUSY = "all workers busy"
     TOO_SHORT = "ops too short"
     LATENCY = "scheduling latency"
+    NOT_DETERMINED = "not determined"
 
     def __str__(self) -> str:
         return self.value
-
-
-CAUSES = tuple(cause.value for cause in Cause)
 
 
 @dataclass(frozen=True)
@@ -102,6 +120,8 @@ class PairReport:
     overlap: float
     cause: Cause | None
     detail: str
+    #: the numbers behind `cause` (a record of `parallelgraph.evidence`); None when overlapped
+    evidence: Any = None
 
     @property
     def overlapped(self) -> bool:
@@ -135,6 +155,10 @@ class Explanation:
     source: str = "parallelgraph"
     #: The workers the run could have had; None for GPU traces.
     possible: Workers | None = None
+    #: The suggestion with the facts it rests on (`suggestion` is its text).
+    advice: Advice | None = None
+    #: ns of the waiting and setup left out of every number, by role.
+    left_out_ns: dict[str, int] | None = None
 
     def lines(self) -> list[str]:
         out = [line for pair in self.pairs[:LISTED_PAIRS] for line in _pair_lines(pair)]
@@ -239,11 +263,12 @@ def explain(trace: Trace, *branches: str) -> Explanation:
     makespan = trace.end - trace.start
     gpu_busy = analysis.gpu_busy(trace)
     possible = None if gpu_busy is not None else possible_workers(trace, config, used)
-    notes = _notes(trace) + _gpu_notes(pairs, gpu_busy)
+    left_out, left_note = _left_out(trace)
+    notes = left_note + _notes(trace) + _gpu_notes(pairs, gpu_busy)
     if gpu_busy is not None:
-        suggestion = _gpu_suggestion(context, pairs, makespan, gpu_busy, path.length)
+        advice = _gpu_suggestion(context, pairs, makespan, gpu_busy, path.length)
     else:
-        suggestion = _suggestion(context, pairs, makespan, work, possible, path.length)
+        advice = _suggestion(context, pairs, makespan, work, possible, path.length)
     return Explanation(
         pairs=pairs,
         makespan_ns=makespan,
@@ -252,12 +277,33 @@ def explain(trace: Trace, *branches: str) -> Explanation:
         critical_path=path,
         lower_bound_ns=bound,
         notes=notes,
-        suggestion=suggestion,
+        suggestion=advice.text,
         omitted_pairs=max(0, len(pairs_all) - MAX_PAIRS),
         gpu_busy=gpu_busy,
         source=trace.source,
         possible=possible,
+        advice=advice,
+        left_out_ns=left_out,
     )
+
+
+def _left_out(trace: Trace) -> tuple[dict[str, int], tuple[str, ...]]:
+    """What the report did not count as work: the outermost waiting and setup events."""
+    left = trace.left_out()
+    totals = {role.value: sum(e.duration for e in events) for role, events in left.items()}
+    lines = []
+    for role, why in (
+        (EventRole.WAITING, "a caller holding its thread while other threads did the work"),
+        (EventRole.SETUP, "loading and initialisation before the work"),
+    ):
+        events = sorted(left.get(role, []), key=lambda e: -e.duration)
+        if events:
+            named = ", ".join(f"{e.name} {e.duration / 1e6:.2f} ms" for e in events[:3])
+            more = f" and {len(events) - 3} more" if len(events) > 3 else ""
+            lines.append(
+                f"Not counted as work: {len(events)} {role.value} event(s) ({named}{more}; {why})."
+            )
+    return totals, tuple(lines)
 
 
 def _ranked(reports: Iterable[PairReport]) -> tuple[PairReport, ...]:
@@ -296,28 +342,49 @@ def _pair_report(context: _Context, a: Branch, b: Branch) -> PairReport:
         found = check(context, a, b)
         if found is not None:
             return PairReport(a.label, b.label, overlap, *found)
+    evidence = _undetermined(context, a, b)
+    idle = ", ".join(f"{lane} {share:.0%}" for lane, share in evidence.idle_share[:3])
     return PairReport(
         a.label,
         b.label,
         overlap,
-        None,
-        "Cause not determined: they were independent and workers were free at times; "
-        "look for gaps on the timeline.",
+        Cause.NOT_DETERMINED,
+        "Cause not determined from this trace: no dependency between them was traced, and "
+        f"threads sat idle while they ran (idle: {idle or 'none measured'}). To settle it, "
+        f"{evidence.experiment}",
+        evidence,
     )
 
 
-Found = tuple[Cause, str] | None
+def _undetermined(context: _Context, a: Branch, b: Branch) -> Undetermined:
+    trace = context.trace
+    window = [(min(a.busy[0][0], b.busy[0][0]), max(a.busy[-1][1], b.busy[-1][1]))]
+    size = window[0][1] - window[0][0]
+    idle = []
+    for lane in analysis.worker_lanes(trace):
+        busy = analysis.length(analysis.intersect(trace.work_intervals.get(lane, []), window))
+        idle.append((lane, 1 - busy / size if size else 0.0))
+    idle.sort(key=lambda item: -item[1])
+    return Undetermined(tuple(idle), context.knobs.experiment)
+
+
+Found = tuple[Cause, str, Any] | None
 
 
 def _dependency(context: _Context, a: Branch, b: Branch) -> Found:
     found = analysis.heaviest_dependency(context.trace, a.ops, b.ops)
     if found is None or found.share < DEPENDENCY_SHARE:
         return None
-    return Cause.DEPENDENCY, (
-        f"Cause: a dependency — {found.consumer!r} needs {found.producer!r}"
+    chain = analysis.input_chain(context.trace, found.producer, found.consumer)
+    evidence = DependencyEvidence(found.producer, found.consumer, chain, found.count, found.share)
+    via = f" (through {' -> '.join(chain[1:-1][:3])})" if len(chain) > 2 else ""
+    return (
+        Cause.DEPENDENCY,
+        f"Cause: a dependency — {found.consumer!r} needs {found.producer!r}{via}"
         + (f" and {found.count - 1} more op(s)" if found.count > 1 else "")
         + f" ({found.share:.0%} of the other's busy time), so one had to wait for the other; "
-        "no thread or stream setting can overlap them."
+        "no thread or stream setting can overlap them.",
+        evidence,
     )
 
 
@@ -327,10 +394,14 @@ def _soft_placement(context: _Context, a: Branch, b: Branch) -> Found:
     moved_here = [n for n in moved if n.split(":", 1)[0] in names]
     if not moved_here or context.config.get("streams", 1) < 2:
         return None
-    return Cause.SOFT_PLACEMENT, (
+    inter = context.config.get("inter_op_threads")
+    evidence = PlacementEvidence(len(moved_here), context.config.get("streams", 1), inter)
+    return (
+        Cause.SOFT_PLACEMENT,
         f"Cause: soft placement — {len(moved_here)} of their ops were placed on a GPU to run on "
         f"separate streams, but no GPU was usable, so they ran on the CPU, where "
-        f"{context.config.get('inter_op_threads', '?')} inter-op thread(s) decide."
+        f"{inter if inter is not None else '?'} inter-op thread(s) decide.",
+        evidence,
     )
 
 
@@ -343,16 +414,23 @@ def _one_worker(context: _Context, a: Branch, b: Branch) -> Found:
     lanes = {e.lane for e in ops}
     if _on_streams(trace, ops):  # GPU ops: streams decide
         return _one_stream(context, ops, lanes)
+    concurrency = analysis.concurrency(trace)
+    ordered = tuple(sorted(lanes))
     if config.get("inter_op_threads") == 1:
-        return Cause.ONE_WORKER, (
+        return (
+            Cause.ONE_WORKER,
             "Cause: one inter-op thread — the config lets only one op run at a time "
-            "(inter_op_threads=1), so independent ops queue up."
+            "(inter_op_threads=1), so independent ops queue up.",
+            OneAtATimeEvidence(ordered, concurrency, "inter_op_threads=1"),
         )
-    if not config and analysis.concurrency(trace) < ONE_AT_A_TIME:
-        where = f"{len(lanes)} lanes" if len(lanes) > 1 else f"one lane, {lanes.pop()}"
-        return Cause.ONE_WORKER, (
+    if not config and concurrency < ONE_AT_A_TIME:
+        where = f"{len(lanes)} lanes" if len(lanes) > 1 else f"one lane, {ordered[0]}"
+        return (
+            Cause.ONE_WORKER,
             f"Cause: {context.knobs.one_at_a_time} — nothing in the whole trace ran at the "
-            f"same time as anything else (on {where}), so independent ops queued up."
+            f"same time as anything else (on {where}; two things at once "
+            f"{concurrency:.0%} of the time), so independent ops queued up.",
+            OneAtATimeEvidence(ordered, concurrency, None),
         )
     return None
 
@@ -362,22 +440,28 @@ def _one_stream(context: _Context, ops: tuple[TraceEvent, ...], lanes: set[str])
     if config:
         single = config.get("streams", 1) == 1 or config.get("stream_policy") == "single"
         if len(lanes) == 1 and single:
-            return Cause.ONE_STREAM, (
-                f"Cause: one CUDA stream — every kernel of both went to {lanes.pop()} "
-                f"(streams={config.get('streams', 1)}, "
-                f"stream_policy={config.get('stream_policy', '?')!r}), and a stream runs its "
-                "kernels one after another: TensorFlow 1.x's single compute stream."
+            lane = next(iter(lanes))
+            streams, policy = config.get("streams", 1), config.get("stream_policy")
+            return (
+                Cause.ONE_STREAM,
+                f"Cause: one CUDA stream — every kernel of both went to {lane} "
+                f"(streams={streams}, stream_policy={policy or '?'!r}), and a stream runs its "
+                "kernels one after another: TensorFlow 1.x's single compute stream.",
+                OneStreamEvidence(lane, 1.0, streams, policy),
             )
         return None
     time_on: dict[str, int] = {}
     for event in ops:
-        time_on[event.lane] = time_on.get(event.lane, 0) + event.duration
+        time_on[event.lane] = time_on.get(event.lane, 0) + event.work
     lane = max(time_on, key=time_on.__getitem__)
     total = sum(time_on.values())
     if total and time_on[lane] >= 0.9 * total:
-        return Cause.ONE_STREAM, (
-            f"Cause: one stream — {time_on[lane] / total:.0%} of both branches' op time was "
-            f"on one lane ({lane}), which ran them one after another."
+        share = time_on[lane] / total
+        return (
+            Cause.ONE_STREAM,
+            f"Cause: one stream — {share:.0%} of both branches' op time was "
+            f"on one lane ({lane}), which ran them one after another.",
+            OneStreamEvidence(lane, share, None, None),
         )
     return None
 
@@ -398,58 +482,79 @@ def _all_busy(context: _Context, a: Branch, b: Branch) -> Found:
         return None
     mine = {id(e) for e in a.ops + b.ops}
     others = sorted({e.scope.split("/")[0] or "<root>" for e in trace.ops() if id(e) not in mine})
-    when = (
-        f"until {later.label} started"
-        if while_waiting >= while_alone
-        else "while one of them ran alone"
-    )
-    return Cause.ALL_BUSY, (
+    by_waiting = while_waiting >= while_alone
+    when = f"until {later.label} started" if by_waiting else "while one of them ran alone"
+    window = waited if by_waiting else alone
+    share = max(while_alone, while_waiting)
+    evidence = AllBusyEvidence(tuple(workers), analysis.length(window), share, when, tuple(others))
+    return (
+        Cause.ALL_BUSY,
         f"Cause: every worker busy — {when}, all {len(workers)} worker lanes were occupied "
-        f"{max(while_alone, while_waiting):.0%} of the time"
+        f"{share:.0%} of the time"
         + (f" (also by {', '.join(others[:4])})" if others else "")
-        + "; no worker was free to start the other."
+        + "; no worker was free to start the other.",
+        evidence,
     )
 
 
 def short_share(ops: Iterable[TraceEvent]) -> float:
     """The share of the ops' time spent in ops shorter than `SHORT_OP_NS`: a branch of a few
     long matmuls and many microsecond reads is not "too short", whatever its median."""
-    durations = [e.duration for e in ops]
+    durations = [e.work for e in ops]
     total = sum(durations)
     return sum(d for d in durations if d < SHORT_OP_NS) / total if total else 1.0
 
 
 def _too_short(context: _Context, a: Branch, b: Branch) -> Found:
     ops = a.ops + b.ops
-    median = statistics.median(e.duration for e in ops)
-    short = short_share(ops) >= 0.5
+    median = statistics.median(e.work for e in ops)
+    share = short_share(ops)
+    short = share >= 0.5
     inter = context.config.get("inter_op_threads", 1)
     one_lane = len({e.lane for e in ops}) == 1 and inter > 1
-    if short and all(e.device.startswith("gpu") for e in ops):
-        return Cause.TOO_SHORT, (
-            f"Cause: kernels too short — their median time is {median / 1e3:.1f} us, about what "
-            "launching a kernel from Python costs; the GPU finished each one before the host "
-            "had launched the next, so the streams seldom had two kernels to run at once."
+    gpu = all(e.device.startswith("gpu") for e in ops)
+    evidence = ShortOpsEvidence(int(median), share, one_lane, gpu)
+    if short and gpu:
+        return (
+            Cause.TOO_SHORT,
+            (
+                f"Cause: kernels too short — their median time is {median / 1e3:.1f} us, about what "
+                "launching a kernel from Python costs; the GPU finished each one before the host "
+                "had launched the next, so the streams seldom had two kernels to run at once."
+            ),
+            evidence,
         )
     if short and one_lane and context.trace.source == "parallelgraph":
-        return Cause.TOO_SHORT, (
-            f"Cause: ops too short — their median duration is {median / 1e3:.1f} us, less "
-            f"than waking another thread costs: of the {inter} inter-op threads, parallelgraph "
-            f"ran them all on one (ops it estimates under {INEXPENSIVE_NS / 1e3:.0f} us run on "
-            "the thread that made them ready, as TensorFlow runs inexpensive ops inline; they "
-            "are mostly Python, which a second thread could not run at the same time)."
+        return (
+            Cause.TOO_SHORT,
+            (
+                f"Cause: ops too short — their median duration is {median / 1e3:.1f} us, less "
+                f"than waking another thread costs: of the {inter} inter-op threads, parallelgraph "
+                f"ran them all on one (ops it estimates under {INEXPENSIVE_NS / 1e3:.0f} us run on "
+                "the thread that made them ready, as TensorFlow runs inexpensive ops inline; they "
+                "are mostly Python, which a second thread could not run at the same time)."
+            ),
+            evidence,
         )
     if short:
-        return Cause.TOO_SHORT, (
-            f"Cause: ops too short — their median duration is {median / 1e3:.1f} us, about "
-            "what handing an op to another thread costs; the workers spent their time "
-            "dispatching, not computing."
+        return (
+            Cause.TOO_SHORT,
+            (
+                f"Cause: ops too short — their median duration is {median / 1e3:.1f} us, about "
+                "what handing an op to another thread costs; the workers spent their time "
+                "dispatching, not computing."
+            ),
+            evidence,
         )
     if one_lane and median < WAKE_UP_NS:
-        return Cause.TOO_SHORT, (
-            f"Cause: ops too short — {inter} inter-op threads were available, but every op ran "
-            f"on {ops[0].lane}: each (median {median / 1e3:.0f} us) finished before another "
-            "worker thread had woken up to take the next one."
+        return (
+            Cause.TOO_SHORT,
+            (
+                f"Cause: ops too short — {inter} inter-op threads were available, but every op ran "
+                f"on {ops[0].lane}: each (median {median / 1e3:.0f} us) finished before another "
+                "worker thread had woken up to take the next one."
+            ),
+            evidence,
         )
     return None
 
@@ -459,10 +564,13 @@ def _latency(context: _Context, a: Branch, b: Branch) -> Found:
     if not waits or statistics.median(waits) < LATENCY_NS:
         return None
     where = "the Dask scheduler" if context.config.get("executor") == "dask" else "the scheduler"
-    return Cause.LATENCY, (
-        f"Cause: scheduling latency — an op started a median "
-        f"{statistics.median(waits) / 1e6:.2f} ms after its inputs were ready (round trips "
-        f"through {where}, thread wake-ups); workers sat idle in between."
+    median = int(statistics.median(waits))
+    return (
+        Cause.LATENCY,
+        f"Cause: scheduling latency — an op started a median {median / 1e6:.2f} ms after its "
+        f"inputs were ready (round trips through {where}, thread wake-ups); workers sat idle "
+        "in between.",
+        LatencyEvidence(median, len(waits)),
     )
 
 
@@ -528,32 +636,36 @@ def _gpu_notes(pairs: tuple[PairReport, ...], gpu_busy: float | None) -> tuple[s
         return ()
     return (
         "On a GPU, kernels that overlap share its multiprocessors: overlap shows they ran at "
-        "once, not that the run got shorter — compare the makespan with streams=1 (pg.compare) "
-        "to see what the streams bought.",
+        "once, not that the run got shorter — compare the makespan with streams=1 "
+        "(pg.plot.compare) to see what the streams bought.",
     )
 
 
 def _gpu_suggestion(
     context: _Context, pairs: tuple[PairReport, ...], makespan: int, gpu_busy: float, path: int
-) -> str:
+) -> Advice:
     """The one change most likely to help a trace whose ops all ran on a GPU."""
     causes = {pair.cause for pair in pairs if not pair.overlapped}
     if Cause.ONE_STREAM in causes:
-        return context.knobs.streams
+        return Advice(context.knobs.streams, "streams")
     if Cause.TOO_SHORT in causes or gpu_busy < 0.7:
         idle = (1 - gpu_busy) * makespan / 1e6
-        return (
+        return Advice(
             f"fewer, bigger kernels: the GPU sat idle {idle:.2f} ms waiting for kernels to be "
-            "launched (launch-bound); batching work into bigger ops helps, more streams do not."
+            "launched (launch-bound); batching work into bigger ops helps, more streams do not.",
+            "bigger_ops",
         )
     if makespan and path >= 0.8 * makespan:
-        return (
+        return Advice(
             "faster kernels on the critical path (it takes most of the run): more streams "
-            "cannot shorten a chain of dependent kernels."
+            "cannot shorten a chain of dependent kernels.",
+            "critical_path",
         )
-    return (
+    return Advice(
         f"nothing in the schedule: some kernel ran {gpu_busy:.0%} of the run; only faster "
-        "kernels or less work help (kernels that fill the GPU gain nothing from more streams)."
+        "kernels or less work help (kernels that fill the GPU gain nothing from more streams).",
+        "gpu",
+        gpu_busy,
     )
 
 
@@ -576,48 +688,75 @@ def _suggestion(
     work: int,
     possible: Workers | None,
     path: int,
-) -> str:
+) -> Advice:
+    """The one change most likely to help a CPU run, with the facts it rests on."""
     config, knobs = context.config, context.knobs
     causes = {pair.cause for pair in pairs if not pair.overlapped}
     used = possible.used if possible else 1
     room = possible is not None and possible.possible > used
+    busy_share = work / (used * makespan) if makespan else 0.0
     if Cause.ONE_STREAM in causes:
-        return knobs.streams
+        return Advice(knobs.streams, "streams")
     if Cause.ONE_WORKER in causes:
         if _short_ops(pairs, context):
-            return (
+            return Advice(
                 "nothing that more threads can buy: the ops take microseconds, about what "
-                "handing one to another thread costs; " + knobs.bigger_ops
+                "handing one to another thread costs; " + knobs.bigger_ops,
+                "bigger_ops",
             )
-        return knobs.inter_op
+        return Advice(knobs.inter_op, "inter_op")
     if Cause.SOFT_PLACEMENT in causes:
-        return "run where a GPU is usable, or raise inter_op_threads so the CPU overlaps them."
+        return Advice(
+            "run where a GPU is usable, or raise inter_op_threads so the CPU overlaps them.",
+            "inter_op",
+        )
     if Cause.TOO_SHORT in causes:
-        return knobs.bigger_ops
+        return Advice(knobs.bigger_ops, "bigger_ops")
     if Cause.LATENCY in causes:
-        return (
+        return Advice(
             "fewer, bigger tasks: each dependency costs a scheduling round trip, so larger ops "
-            "(or the threads executor on one machine) spend less time waiting."
+            "(or the threads executor on one machine) spend less time waiting.",
+            "bigger_ops",
         )
     if Cause.ALL_BUSY in causes:
         inter = config.get("inter_op_threads") or used
         if room:
-            return f"more workers than {inter} — the machine has cores to spare: {knobs.inter_op}"
-        return f"accept it, or add cores: all {inter} workers were busy and no core was idle."
+            return Advice(
+                f"more workers than {inter} — the machine has cores to spare: {knobs.inter_op}",
+                "inter_op",
+            )
+        return Advice(
+            f"more cores, or less work: the {inter} workers were all busy while a branch "
+            f"waited (their lanes did work {busy_share:.0%} of the whole run).",
+            "none",
+            busy_share,
+        )
+    if Cause.NOT_DETERMINED in causes:
+        return Advice(f"not determined from this trace — {knobs.experiment}", "experiment")
     if makespan and path >= 0.8 * makespan:
-        return _critical_path_advice(config, knobs)
-    if makespan and work / used >= 0.8 * makespan:
+        return Advice(_critical_path_advice(config, knobs), "critical_path")
+    if makespan and busy_share >= EVERY_LANE_BUSY:
         if room:
             assert possible is not None
-            return (
-                f"more threads: every one of the {used} lane(s) was busy, but the run could "
-                f"have had {possible.possible} ({possible.basis}) — {knobs.intra_op}"
+            return Advice(
+                f"more threads: the {used} lane(s) did work {busy_share:.0%} of the run, but "
+                f"the run could have had {possible.possible} ({possible.basis}) — "
+                f"{knobs.intra_op}",
+                "intra_op",
+                busy_share,
             )
-        return "nothing in the schedule: every lane was busy; only more cores or less work help."
+        return Advice(
+            f"nothing in the schedule: every lane was busy ({busy_share:.0%} of the run); only "
+            "more cores or less work help.",
+            "none",
+            busy_share,
+        )
     idle = makespan * used - work
-    return (
-        f"look at the idle gaps ({idle / 1e6:.1f} ms of lane time): more inter-op threads or "
-        "a different graph split could fill them."
+    return Advice(
+        f"look at the idle gaps ({idle / 1e6:.1f} ms of lane time; the lanes did work "
+        f"{busy_share:.0%} of the run): {knobs.inter_op}",
+        "idle_gaps",
+        busy_share,
     )
 
 

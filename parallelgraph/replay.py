@@ -23,9 +23,12 @@ overlaps and explains like a measured one, with `metadata["simulated"] = True`.
 
 Imported traces replay the same way: a TensorFlow timeline measured with one inter-op thread,
 replayed with two, predicts what TensorFlow's two threads do (benchmarks/RESULTS.md; the test
-checks it on the real fixture). Only the outermost op events are replayed (nested ones are part
-of their time), and the report keeps the trace's `source`, so its advice stays in the
-producer's terms.
+checks it on the real fixture). Only the outermost work op events are replayed (nested ones are
+part of their time; waiting and setup are not work), each with its data inputs and, on a lane
+its producer ran in program order (eager PyTorch, a Python thread), the op before it — so a
+replay never runs an op before its predecessor ended, and never beats max(work / threads,
+critical path). The report keeps the trace's `source`, so its advice stays in the producer's
+terms.
 
 GPU traces (ops on GPU-stream lanes) are replayed on `Config.streams` streams assigned by
 `Config.stream_policy` (`replay_streams`), with the host's launch interval read off the trace
@@ -46,6 +49,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from .analysis import computing_pieces, outermost_inputs
 from .config import Config, cpu_count
 from .lanes import LaneKind, parse_lane
 from .trace import Trace, TraceEvent
@@ -87,14 +91,14 @@ class Piece:
     start: float  # when it starts computing (after a wake-up, if its thread was asleep)
 
 
-def _load_profile(trace: Trace, sharded: set[str]) -> list[tuple[int, int]]:
+def _load_profile(trace: Trace) -> list[tuple[int, int]]:
     """(time, number of busy threads) steps: how many threads computed at each moment (a
-    sharded op counts through its shards, which is where its threads worked)."""
+    sharded op counts through its shards, which is where its threads worked; a nested event is
+    part of its parent's thread, not another thread; waiting and setup are not computing)."""
     points = []
-    for event in trace.events:
-        if event.kind == "shard" or (event.kind == "op" and event.name not in sharded):
-            points.append((event.start, 1))
-            points.append((event.end, -1))
+    for event in computing_pieces(trace):
+        points.append((event.start, 1))
+        points.append((event.end, -1))
     points.sort()
     profile, busy = [], 0
     for time, delta in points:
@@ -121,13 +125,14 @@ def _mean_load(profile: list[tuple[int, int]], start: int, end: int) -> float:
 
 
 def model_ops(trace: Trace, cores: int) -> list[OpModel]:
-    """Single-core work of every op and shard, corrected for the contention they ran under."""
-    sharded = {e.name for e in trace.events if e.kind == "shard"}
-    profile = _load_profile(trace, sharded)
+    """Single-core work of every op and shard, corrected for the contention they ran under;
+    each op's inputs are its data inputs and, on a program-order lane, the op before it."""
+    profile = _load_profile(trace)
+    inputs = outermost_inputs(trace, program_order=True)
 
     def work(event: TraceEvent) -> float:
         slowdown = max(1.0, _mean_load(profile, event.start, event.end) / cores)
-        return event.duration / slowdown
+        return event.work / slowdown
 
     shards: dict[str, list[TraceEvent]] = {}
     for event in trace.events:
@@ -137,7 +142,7 @@ def model_ops(trace: Trace, cores: int) -> list[OpModel]:
     for order, event in enumerate(sorted(trace.ops(), key=lambda e: e.start)):
         own = sorted(shards.get(event.name, []), key=lambda e: e.shard or 0)
         shard_work = [work(s) for s in own]
-        on_own_lane = sum(s.duration for s in own if s.lane == event.lane)
+        on_own_lane = sum(s.work for s in own if s.lane == event.lane)
         serial = work(event) - on_own_lane / max(
             1.0, _mean_load(profile, event.start, event.end) / cores
         )
@@ -147,7 +152,7 @@ def model_ops(trace: Trace, cores: int) -> list[OpModel]:
                 order,
                 max(0.0, serial if own else work(event)),
                 shard_work,
-                list(event.inputs),
+                sorted(inputs.get(event.name, ())),
             )
         )
     return models
@@ -292,7 +297,7 @@ class Replay:
         op: OpModel, lane: str, start: float, end: float, kind: str, shard: Any
     ) -> TraceEvent:
         inputs = op.event.inputs if kind == "op" else ()
-        event = dataclasses.replace(op.event, kind=kind, shard=shard, inputs=inputs)
+        event = dataclasses.replace(op.event, kind=kind, shard=shard, inputs=inputs, idle_ns=0)
         return _moved(event, lane, start, end)
 
 

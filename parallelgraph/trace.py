@@ -283,9 +283,7 @@ def work_layout(events: Sequence[TraceEvent]) -> tuple[dict[str, Intervals], lis
         per_lane: dict[str, list[tuple[int, int]]] = {}
         for event in events:
             per_lane.setdefault(event.lane, []).append((event.start, event.end))
-        return {lane: merge_intervals(spans) for lane, spans in per_lane.items()}, [0] * len(
-            events
-        )
+        return {lane: merge_intervals(spans) for lane, spans in per_lane.items()}, [0] * len(events)
     children: dict[int, list[tuple[int, int]]] = {}
     for position, (_, parent) in enumerate(nesting(events)):
         if parent >= 0:
@@ -323,8 +321,6 @@ def covered(intervals: Intervals, start: int, end: int) -> int:
             total += high - low
         position += 1
     return total
-
-
 
 
 def intersection_length(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> int:

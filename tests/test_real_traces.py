@@ -6,6 +6,7 @@ itself — with its own few lines of JSON reading, not with parallelgraph's read
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -73,6 +74,32 @@ def raw_ops(name: str) -> list[dict]:
     return complete  # viztracer: every call
 
 
+#: viztracer's calls that block their thread (the README's rule): waiting, not work.
+BLOCKING = ("Thread.join", "Thread._wait_for_tstate_lock", "Event.wait", "Condition.wait",
+            "Barrier.wait", "Condition.wait_for")  # fmt: skip
+BLOCKING_C = ("_thread.lock.acquire", "_thread.RLock.acquire", "time.sleep")
+
+
+def is_waiting(name: str, event: dict) -> bool:
+    if not name.startswith("viztracer_"):
+        return False
+    call = event["name"]
+    return call in BLOCKING_C or (call.split(" (")[0] in BLOCKING and "threading.py" in call)
+
+
+def work_time(name: str, events: list[dict]) -> list[tuple[float, float]]:
+    """The spans of one thread during which its innermost open event was work."""
+    bounds = sorted({t for e in events for t in span(e)})
+    pieces = []
+    for low, high in itertools.pairwise(bounds):
+        open_now = [e for e in events if e["ts"] <= low and high <= span(e)[1]]
+        if open_now:
+            innermost = max(open_now, key=lambda e: (e["ts"], -span(e)[1]))
+            if not is_waiting(name, innermost):
+                pieces.append((low, high))
+    return union(pieces)
+
+
 def raw_branches(name: str) -> dict[str, list[tuple[float, float]]]:
     """net1's and net2's ops as spans, by the rule each file's MANIFEST entry gives."""
     events, _ = raw_events(name)
@@ -126,13 +153,14 @@ def branch_names(trace: pg.Trace, name: str) -> tuple[str, str]:
 def test_every_real_trace_loads_with_the_raw_makespan_and_lane_busy_time(name):
     trace = pg.Trace.load(REAL / name)
     ops = raw_ops(name)
-    start = min(e["ts"] for e in ops)
-    end = max(span(e)[1] for e in ops)
-    assert trace.makespan_ms == pytest.approx((end - start) / 1e3, abs=1e-6)
     by_thread = defaultdict(list)
     for e in ops:
-        by_thread[(e["pid"], e["tid"])].append(span(e))
-    raw_busy = sorted(length(union(spans)) / 1e6 for spans in by_thread.values())
+        by_thread[(e["pid"], e["tid"])].append(e)
+    working = {thread: work_time(name, events) for thread, events in by_thread.items()}
+    start = min(spans[0][0] for spans in working.values() if spans)
+    end = max(spans[-1][1] for spans in working.values() if spans)
+    assert trace.makespan_ms == pytest.approx((end - start) / 1e3, abs=1e-6)
+    raw_busy = sorted(length(spans) / 1e6 for spans in working.values())
     assert sorted(trace.lane_busy().values()) == pytest.approx(raw_busy, abs=1e-8)
     assert len(trace.lanes) == len(by_thread)
 

@@ -9,6 +9,12 @@ others that record every Python call as a trace event named "function (file.py:l
   then have no scope, so that its waiting in `Thread.join` is not compared as a branch);
   with one thread, the top-level function under `<module>`.
 - **lanes**: "python/<thread name>" ("python/MainThread", "python/net1").
+- **waiting**: a thread blocked in `Thread.join`, a lock's or condition's `acquire`/`wait`, a
+  `Queue.get`, a future's `result` or `time.sleep` (by function and module: threading.py,
+  queue.py, concurrent/futures, or the C functions `_thread.lock.acquire`, `time.sleep`, ...)
+  is waiting, not work: the main thread joining its workers is not a busy thread.
+- **program order**: a Python thread runs its calls one after another, so every thread's lane
+  is a program-order lane (`Converted.program_order`).
 - The tracer's own metadata (`viztracer_metadata`, the `file_info` sources) is not kept.
 
 A Python tracer times calls in wall-clock time: a thread waiting for the GIL still shows its
@@ -20,6 +26,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from ...trace import WORK, EventRole
 from ..document import Document, Slice
 from .base import Converted, Draft, Knobs, Producer, enclosing_names, thread_labels
 
@@ -51,10 +58,44 @@ _VIZTRACER_NAME = re.compile(r"^(?P<function>.+?) \((?P<where>[^()]*:\d+)\)$")
 _FILE_FIRST_NAME = re.compile(r"^(?P<where>[^()]+\.py)\((?P<line>\d+)\): (?P<function>.+)$")
 _CALL_NAMES = (_VIZTRACER_NAME, _FILE_FIRST_NAME)
 _ENTRY_POINTS = ("<module>", "_run_code", "_run_module_as_main", "exec", "run_path")
+#: Python functions that block their thread, by the module that defines them ...
+WAITING_FUNCTIONS = {
+    "threading.py": {"join", "wait", "acquire", "_wait_for_tstate_lock", "wait_for"},
+    "queue.py": {"get", "put", "join"},
+    "_base.py": {"result", "wait", "as_completed", "exception"},  # concurrent/futures/_base.py
+    "thread.py": {"shutdown"},  # concurrent/futures/thread.py
+    "process.py": {"shutdown"},
+}
+#: ... and the C functions that do (as viztracer names them).
+WAITING_BUILTINS = frozenset(
+    {
+        "_thread.lock.acquire",
+        "_thread.RLock.acquire",
+        "time.sleep",
+        "select.select",
+        "select.poll.poll",
+        "select.epoll.poll",
+        "_queue.SimpleQueue.get",
+    }
+)
 GIL_NOTE = (
     "A Python tracer times calls in wall-clock time: a thread waiting for the GIL still shows "
     "its call as running, so overlap between threads is an upper bound on parallel work."
 )
+
+
+def role_of(name: str) -> EventRole:
+    """Waiting for a call that blocks its thread (see the module docstring), else work."""
+    if name in WAITING_BUILTINS:
+        return EventRole.WAITING
+    match = _VIZTRACER_NAME.match(name)
+    if match is None:
+        return WORK
+    module = match.group("where").rpartition(":")[0].replace("\\", "/").rpartition("/")[2]
+    function = match.group("function").rpartition(".")[2]  # "Thread.join" -> "join"
+    if function in WAITING_FUNCTIONS.get(module, ()):
+        return EventRole.WAITING
+    return WORK
 
 
 def function_name(name: str) -> str:
@@ -111,9 +152,11 @@ def convert(document: Document) -> Converted:
                 lane=f"python/{labels[piece.thread]}",
                 start=piece.start,
                 end=piece.end,
+                role=role_of(piece.name),
             ),
             piece,
         )
+    converted.program_order = {draft.lane for draft in converted.drafts}
     if several:
         converted.notes.append(GIL_NOTE)
     return converted
