@@ -209,29 +209,46 @@ def idle_gaps(trace: Trace, lane: str, minimum_ns: int = 0) -> list[tuple[int, i
     return gaps
 
 
-def ancestors(events: dict[str, TraceEvent], names: Iterable[str]) -> set[str]:
-    """Every op name that the named ops (transitively) consumed."""
+def data_inputs(trace: Trace) -> dict[str, set[str]]:
+    """Each op's data inputs (nested ops too), its nested ops' inputs included: a flow into
+    `aten::addmm` is an input of the `aten::linear` around it as well. Program order is not a
+    data input."""
+    parent = {e.name: e.parent for e in trace.ops(nested=True)}
+    graph: dict[str, set[str]] = {name: set() for name in parent}
+    for event in trace.ops(nested=True):
+        node: str | None = event.name
+        seen: set[str] = set()
+        while node is not None and node in graph and node not in seen:
+            graph[node].update(n for n in event.inputs if n in graph and n != node)
+            seen.add(node)
+            node = parent.get(node)
+    return graph
+
+
+def ancestors(graph: dict[str, set[str]], names: Iterable[str]) -> set[str]:
+    """Every op name that the named ops (transitively) consumed, by `data_inputs`."""
     seen: set[str] = set()
-    stack = [name for start in names if start in events for name in events[start].inputs]
+    stack = [name for start in names for name in graph.get(start, ())]
     while stack:
         name = stack.pop()
-        if name in seen or name not in events:
+        if name in seen or name not in graph:
             continue
         seen.add(name)
-        stack.extend(events[name].inputs)
+        stack.extend(graph[name])
     return seen
 
 
 def input_chain(trace: Trace, producer: str, consumer: str) -> tuple[str, ...]:
-    """The shortest path of inputs from `producer` to `consumer` (both included), each name a
-    real input of the next; () when the consumer does not (transitively) consume the producer."""
-    events = op_events_by_name(trace)
+    """The shortest path of data inputs from `producer` to `consumer` (both included), each
+    name an input of the next or of an op nested in it (`data_inputs`); () when the consumer
+    does not (transitively) consume the producer."""
+    graph = data_inputs(trace)
     came_from: dict[str, str | None] = {consumer: None}
     frontier = [consumer]
     while frontier and producer not in came_from:
         following = []
         for name in frontier:
-            for source in sorted(events[name].inputs if name in events else ()):
+            for source in sorted(graph.get(name, ())):
                 if source not in came_from:
                     came_from[source] = name
                     following.append(source)
@@ -243,6 +260,21 @@ def input_chain(trace: Trace, producer: str, consumer: str) -> tuple[str, ...]:
         chain.append(name)
         name = came_from[name]
     return tuple(chain)
+
+
+def _lifted(names: Iterable[str], targets: dict[str, TraceEvent], trace: Trace) -> set[str]:
+    """Each name, or the nearest op around it that is one of `targets` (dropped if none)."""
+    parent = {e.name: e.parent for e in trace.ops(nested=True)}
+    lifted = set()
+    for name in names:
+        node: str | None = name
+        seen: set[str] = set()
+        while node is not None and node not in targets and node not in seen:
+            seen.add(node)
+            node = parent.get(node)
+        if node is not None and node in targets:
+            lifted.add(node)
+    return lifted
 
 
 def dependency_between(trace: Trace, scope_a: str, scope_b: str) -> tuple[str, str] | None:
@@ -271,18 +303,22 @@ def heaviest_dependency(
 ) -> Dependency | None:
     """Of the two directions (b needs a, a needs b), the one whose needed ops hold the larger
     share of their branch's busy time; None when neither branch needs the other."""
-    events = op_events_by_name(trace)
+    graph = data_inputs(trace)
     a = {e.name: e for e in ops_a}
     b = {e.name: e for e in ops_b}
     best: Dependency | None = None
     for consumers, producers in ((b, a), (a, b)):
-        needed = ancestors(events, consumers) & set(producers)
+        needed = _lifted(ancestors(graph, consumers), producers, trace)
         if not needed:
             continue
         busy = length(trace.work_spans(producers.values()))
-        held = length(trace.work_spans(events[n] for n in needed))
-        heaviest = max(sorted(needed), key=lambda n: events[n].work)
-        consumer = next(c for c in sorted(consumers) if heaviest in ancestors(events, [c]))
+        held = length(trace.work_spans(producers[n] for n in needed))
+        heaviest = max(sorted(needed), key=lambda n: producers[n].work)
+        consumer = next(
+            c
+            for c in sorted(consumers)
+            if heaviest in _lifted(ancestors(graph, [c]), producers, trace)
+        )
         found = Dependency(heaviest, consumer, len(needed), held / busy if busy else 1.0)
         if best is None or found.share > best.share:
             best = found

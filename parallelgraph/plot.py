@@ -43,14 +43,17 @@ from typing import TYPE_CHECKING, Any
 from .lanes import LaneKind, parse_lane
 from .plot_hover import BarIndex, add_hover
 from .plot_layout import (
+    MAX_LEGEND_CHARS,
     OP_BOTTOM,
     OP_TOP,
     SHARD_BOTTOM,
     SHARD_TOP,
+    lane_labels,
+    short_name,
     timeline_layout,
     x_pixels_per_unit,
 )
-from .trace import Trace, TraceEvent
+from .trace import WORK, EventRole, Trace, TraceEvent
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -94,6 +97,11 @@ ROW_INCHES, SUB_ROW_INCHES, FIGURE_WIDTH = 0.42, 0.24, 11.0
 MAX_DEPTH = 8
 #: Scopes named in the legend; the rest are counted in one last entry.
 MAX_LEGEND_SCOPES = 20
+#: How waiting and setup are drawn: behind the lane's work, over all its rows.
+IDLE_STYLES = {
+    EventRole.WAITING: dict(face="none", edge="#8a8a8a", hatch="xxx", label="waiting (not work)"),
+    EventRole.SETUP: dict(face="#e4e4e4", edge="#bdbdbd", hatch="", label="setup (not work)"),
+}
 
 
 # -- figures --------------------------------------------------------------------------------
@@ -185,9 +193,9 @@ def lane_group(lane: str) -> str:
 
 
 def ordered_lanes(trace: Trace) -> list[str]:
-    """The trace's lanes in display order (`Trace.lanes`: workers, helpers, streams, copies,
-    then Dask workers)."""
-    return trace.lanes
+    """The trace's lanes in display order (`Trace.all_lanes`: workers, helpers, streams, copies,
+    then Dask workers; a lane that only waited is drawn too)."""
+    return trace.all_lanes
 
 
 @dataclass(frozen=True)
@@ -203,7 +211,7 @@ class _Rows:
     def of(cls, trace: Trace, lanes: list[str]) -> _Rows:
         deepest: dict[str, int] = dict.fromkeys(lanes, 0)
         for event in trace.events:
-            if event.kind != "shard":
+            if event.kind != "shard" and event.role is WORK:
                 deepest[event.lane] = max(deepest[event.lane], min(event.depth, MAX_DEPTH - 1))
         base, y = {}, 0
         for lane in lanes:
@@ -283,10 +291,13 @@ def gantt(
         ax = _new_figure(len(lanes), sub_rows=rows.total - len(lanes)).add_subplot()
     colors = scope_colors([trace]) if colors is None else colors
     window, zoomed = _window(trace, t0, t1, time_origin)
-    events = [e for e in trace.events if rows.visible(e) and (not zoomed or window.contains(e))]
+    shown = [e for e in trace.events if rows.visible(e) and (not zoomed or window.contains(e))]
+    events = [e for e in shown if e.role is WORK]
+    idle = [e for e in shown if e.role is not WORK and e.parent is None]
     tasks = [e for e in events if e.kind != "shard"]  # ops and copies: labels and arrows
     _draw_lane_groups(ax, trace, lanes, rows)
-    kinds = _draw_bars(ax, events, rows, window, colors)
+    _draw_idle(ax, idle, rows, window)
+    kinds = _draw_bars(ax, events, rows, window, colors) | {e.role.value for e in idle}
     if labels:
         _draw_labels(ax, tasks, events, rows, window, colors)
     if arrows:
@@ -397,6 +408,33 @@ def _draw_lane_groups(ax: Axes, trace: Trace, lanes: list[str], rows: _Rows) -> 
             ax.axhspan(top - 0.5, bottom - 0.5, color="#f2f2f2", zorder=0, lw=0)
         if start:
             ax.axhline(top - 0.5, color="#9a9a9a", lw=0.8, zorder=0.5)
+
+
+def _draw_idle(ax: Axes, events: list[TraceEvent], rows: _Rows, window: _Window) -> None:
+    """Waiting (hatched) and setup (grey) spans behind their lane's work, over all its rows."""
+    import numpy as np
+    from matplotlib.collections import PolyCollection
+
+    for role, style in IDLE_STYLES.items():
+        members = [e for e in events if e.role is role]
+        if not members:
+            continue
+        left = np.array([window.ms(e.start) for e in members])
+        right = np.array([window.ms(e.end) for e in members])
+        top = np.array([rows.base[e.lane] + OP_TOP for e in members], dtype=float)
+        bottom = np.array(
+            [rows.base[e.lane] + rows.depth[e.lane] - 1 + OP_BOTTOM for e in members], dtype=float
+        )
+        verts = np.empty((len(members), 4, 2))
+        verts[:, :, 0] = np.column_stack([left, right, right, left])
+        verts[:, :, 1] = np.column_stack([top, top, bottom, bottom])
+        spans = PolyCollection(
+            verts, facecolors=style["face"], edgecolors=style["edge"], linewidths=0.5, zorder=1
+        )
+        if style["hatch"]:
+            spans.set_hatch(style["hatch"])
+        spans.set_gid(f"{role.value}-spans")
+        ax.add_collection(spans, autolim=False)
 
 
 def _draw_bars(
@@ -548,7 +586,7 @@ def _producer(candidates: list[TraceEvent], consumer: TraceEvent) -> TraceEvent 
 
 
 def _decorate(ax: Axes, lanes: list[str], rows: _Rows, window: _Window, title: str) -> None:
-    ax.set_yticks([rows.base[lane] for lane in lanes], lanes, fontsize=8)
+    ax.set_yticks([rows.base[lane] for lane in lanes], lane_labels(lanes), fontsize=8)
     ax.set_ylim(max(rows.total, 1) - 0.5, -0.5)
     ax.set_xlim(window.lo, window.hi)
     ax.set_xlabel("time (ms)")
@@ -581,7 +619,9 @@ def _legend_handles(colors: dict[str, str], kinds: set[str], arrows: bool) -> li
     from matplotlib.patches import Patch
 
     named = [(s, c) for s, c in colors.items() if c != OTHER_COLOR][:MAX_LEGEND_SCOPES]
-    handles: list[Any] = [Patch(color=c, label=s or "<root>") for s, c in named]
+    handles: list[Any] = [
+        Patch(color=c, label=short_name(s, MAX_LEGEND_CHARS) if s else "<root>") for s, c in named
+    ]
     if len(colors) > len(named):
         more = len(colors) - len(named)
         handles.append(Patch(color=OTHER_COLOR, label=f"+{more} more scope(s)"))
@@ -589,6 +629,12 @@ def _legend_handles(colors: dict[str, str], kinds: set[str], arrows: bool) -> li
         handles.append(Patch(facecolor="#555555", edgecolor="white", label="shard (lower part)"))
     if "copy" in kinds:
         handles.append(Patch(facecolor="white", edgecolor="#333333", hatch="////", label="copy"))
+    for role, style in IDLE_STYLES.items():
+        if role.value in kinds:
+            patch = Patch(facecolor=style["face"], edgecolor=style["edge"], label=style["label"])
+            if style["hatch"]:
+                patch.set_hatch(style["hatch"])
+            handles.append(patch)
     if arrows:
         handles.append(Line2D([], [], color="#303030", alpha=0.6, lw=1, label="dependency"))
     return handles

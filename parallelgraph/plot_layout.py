@@ -5,7 +5,8 @@ measures every tick label of every axis, and then the draw does it all again: on
 `compare` that is ~170 ms of a ~380 ms redraw, the largest single cost of a dashboard update.
 Timeline figures have a fixed shape, so their margins follow from a handful of texts:
 
-- left: the widest lane name (y tick labels) of any panel;
+- left: the widest lane name (y tick labels) of any panel, names shortened by `short_name`
+  (hex ids elided, the middle of a long name cut) so that the chart keeps most of the width;
 - right: the legend's width (a legend beside the axes or a figure legend at the right edge);
 - top: the figure title and the first panel's title;
 - bottom: the time axis' tick labels and its label;
@@ -21,6 +22,8 @@ several columns is left alone.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
 # Vertical geometry inside a timeline row (rows are 1 data unit apart, the y axis points down):
@@ -28,8 +31,34 @@ from typing import Any
 OP_TOP, OP_BOTTOM = -0.38, 0.38
 SHARD_TOP, SHARD_BOTTOM = 0.04, 0.36
 
+#: Lane names and legend entries longer than this are shortened (the unique part kept), so
+#: the chart keeps most of the figure's width whatever a profiler calls its threads.
+MAX_LANE_CHARS, MAX_LEGEND_CHARS = 28, 24
+_HEX_RUN = re.compile(r"[0-9a-fA-F]{12,}")
+
 PAD_PT = 4.0  # free space kept at the figure edges and around titles
 TICK_PAD_PT = 4.5  # lane names: gap to the axes (no tick marks; matplotlib's 3.5 pt pad, and 1)
+
+
+def short_name(name: str, limit: int = MAX_LANE_CHARS) -> str:
+    """`name` fit for an axis label: long hex ids elided ("worker 3f9a…"), then, if still too
+    long, its middle cut so that the start and the distinctive end are kept."""
+    shorter = _HEX_RUN.sub(lambda match: match.group(0)[:6] + "…", name)
+    if len(shorter) <= limit:
+        return shorter
+    head = (limit - 1) // 2
+    return shorter[:head] + "…" + shorter[-(limit - 1 - head) :]
+
+
+def lane_labels(lanes: Sequence[str]) -> list[str]:
+    """Short, still unique labels for `lanes` (see `short_name`; a longer cut where two
+    would read alike)."""
+    labels = [short_name(lane) for lane in lanes]
+    if len(set(labels)) < len(labels):
+        labels = [short_name(lane, 2 * MAX_LANE_CHARS) for lane in lanes]
+    if len(set(labels)) < len(labels):
+        labels = list(lanes)
+    return labels
 
 
 def timeline_layout() -> Any:

@@ -9,15 +9,19 @@ work to other threads and held its span until they were done:
   the work over) or a dependency (flow, correlation) leads from it to an event on another lane;
 - most of its time is its **own** (`OWN_SHARE`: not covered by the events nested in it), so it
   is not a container of its own lane's work;
-- and that own time is **covered by work on other lanes** (`COVERED_SHARE`).
+- and that own time is **covered by work it contains on other lanes** (`COVERED_SHARE`): events
+  of other threads that began after it began and ended before it ended, with no other thread
+  working at its start or at its end — the work was handed over and waited for.
 
-A leaf event is never judged waiting by timing alone: two threads computing side by side look
-alike, whichever is longer — only a producer that knows the names can say a leaf waits (a
-`lock.acquire`). What was judged waiting is said in a note.
+A leaf event is never judged waiting by timing alone, and neither is an op whose neighbours were
+already busy when it began: two threads computing side by side look alike, whichever is longer —
+only a producer that knows the names can say a leaf waits (a `lock.acquire`). What was judged
+waiting is said in a note.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -45,6 +49,28 @@ def _own_time(drafts: Sequence[Draft]) -> tuple[list[Intervals], set[int]]:
     return own, set(children)
 
 
+def draft_ends(draft: Draft) -> tuple[int, int]:
+    return draft.start, draft.end
+
+
+def _working_at(spans: Intervals, starts: list[int], t: int) -> bool:
+    """Whether the sorted disjoint `spans` have work strictly around time `t`."""
+    position = bisect.bisect_left(starts, t) - 1
+    return position >= 0 and spans[position][0] < t < spans[position][1]
+
+
+def _within(spans: Intervals, starts: list[int], draft: Draft) -> Intervals:
+    """The busy spans that lie inside the draft's span."""
+    first = bisect.bisect_left(starts, draft.start)
+    inside = []
+    for start, end in spans[first:]:
+        if start >= draft.end:
+            break
+        if end <= draft.end:
+            inside.append((start, end))
+    return inside
+
+
 def infer_waiting(drafts: Sequence[Draft], converted: Converted) -> None:
     """Set `role = WAITING` on the drafts that wait by the rule of the module docstring."""
     own, children = _own_time(drafts)
@@ -58,6 +84,7 @@ def infer_waiting(drafts: Sequence[Draft], converted: Converted) -> None:
         if draft.role is WORK and draft.kind != "copy":
             per_lane[draft.lane].append((draft.start, draft.end))
     busy = {lane: merge(spans) for lane, spans in per_lane.items()}
+    starts = {lane: [span[0] for span in spans] for lane, spans in busy.items()}
     waiting = []
     for position, draft in enumerate(drafts):
         if draft.role is not WORK or draft.kind != "op" or draft.parent is not None:
@@ -67,13 +94,15 @@ def infer_waiting(drafts: Sequence[Draft], converted: Converted) -> None:
         own_ns = length(own[position])
         if own_ns < OWN_SHARE * max(1, draft.end - draft.start):
             continue
-        others = merge(
-            span
-            for lane, spans in busy.items()
-            if lane != draft.lane
-            for span in intersect(spans, [(draft.start, draft.end)])
+        others = [lane for lane in busy if lane != draft.lane]
+        if any(
+            _working_at(busy[lane], starts[lane], t) for lane in others for t in draft_ends(draft)
+        ):
+            continue  # another thread was mid-work when it began or ended: a peer, not a waiter
+        contained = merge(
+            span for lane in others for span in _within(busy[lane], starts[lane], draft)
         )
-        if length(intersect(own[position], others)) >= COVERED_SHARE * own_ns:
+        if length(intersect(own[position], contained)) >= COVERED_SHARE * own_ns:
             waiting.append(draft)
     for draft in waiting:
         draft.role = EventRole.WAITING

@@ -25,6 +25,35 @@ KNOBS = Knobs(
         "make ops bigger (batch the work) or use fewer inter-op threads: tiny ops cost more "
         "to hand off than to run."
     ),
+    experiment=(
+        "sweep the settings (pg.sweep(build, {'inter': [1, 2], 'intra': [1, 2]})) and read "
+        "its verdicts, or trace two settings and compare them with pg.plot.compare."
+    ),
+)
+
+
+#: The same words for a run of the Dask executor: its "threads" are a cluster's workers.
+DASK_KNOBS = Knobs(
+    tool="parallelgraph on Dask",
+    inter_op=(
+        "more Dask workers: Config(executor='dask', inter_op_threads=N) starts a LocalCluster "
+        "of N worker processes (one thread each); on your own cluster (dask_address), start "
+        "more workers: independent scopes then run on different workers."
+    ),
+    intra_op=(
+        "raise intra_op_threads: each worker then splits one op's shards over more threads "
+        "(keep workers x intra-op threads within the cores)."
+    ),
+    streams=KNOBS.streams,
+    one_at_a_time="one Dask worker (inter_op_threads=1)",
+    bigger_ops=(
+        "make ops bigger (batch the work): every task costs a round trip through the Dask "
+        "scheduler, about a millisecond, whatever it computes."
+    ),
+    experiment=(
+        "run it again with Config(executor='dask', inter_op_threads=2) and with the threads "
+        "executor, trace both and compare them with pg.plot.compare."
+    ),
 )
 
 

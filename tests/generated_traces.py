@@ -1,0 +1,160 @@
+"""Trace files from a producer nobody has seen, with their right answers known by construction.
+
+`generate(seed)` writes a random trace in the plain trace-event format — no category or name
+that any producer module knows — shaped like the programs users trace:
+
+- a **main thread** that sets up (a span carrying `"role": "setup"` in its args, the format's
+  only way to say it), then calls a `run` span that launches the work (short `launch` calls
+  nested in it) and holds the thread until the workers are done: **waiting**, which the
+  reader must find by its timing alone;
+- **worker threads**, each running ops of several scopes ("net1/op3") one after another, some
+  with calls nested inside them (counted once), in 'X' or 'B'/'E' form;
+- **flows** ('s'/'f') from some ops to ops on other threads that start after them.
+
+`Truth` holds what the answers must be, computed here from the construction, not from the
+file: work per lane, the work's makespan, the critical path through the flows, the overlap of
+every two scopes, which event waits and which sets up.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from itertools import combinations
+
+US = 1.0  # the file's unit is µs
+
+
+@dataclass
+class Truth:
+    lane_work_us: dict[int, float] = field(default_factory=dict)  # by tid
+    start_us: float = 0.0
+    end_us: float = 0.0
+    critical_path_us: float = 0.0
+    scope_spans: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    waiting: set[str] = field(default_factory=set)
+    setup: set[str] = field(default_factory=set)
+    ops: dict[str, tuple[float, float, int]] = field(default_factory=dict)  # name: start, end, tid
+    inputs: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def work_us(self) -> float:
+        return sum(self.lane_work_us.values())
+
+    def overlap(self, a: str, b: str) -> float:
+        first, second = union(self.scope_spans[a]), union(self.scope_spans[b])
+        both = sum(max(0.0, min(e1, e2) - max(s1, s2)) for s1, e1 in first for s2, e2 in second)
+        shorter = min(length(first), length(second))
+        return both / shorter if shorter else 0.0
+
+    def scope_pairs(self) -> list[tuple[str, str]]:
+        return list(combinations(sorted(self.scope_spans), 2))
+
+
+def union(spans):
+    merged: list[list[float]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(s, e) for s, e in merged]
+
+
+def length(spans) -> float:
+    return sum(e - s for s, e in spans)
+
+
+def generate(seed: int) -> tuple[list[dict], Truth]:
+    """A random trace (a bare list of events) and its answers (see the module docstring)."""
+    rng = random.Random(seed)
+    truth = Truth()
+    events: list[dict] = [
+        {"ph": "M", "name": "process_name", "pid": 7, "args": {"name": "app"}},
+        {"ph": "M", "name": "thread_name", "pid": 7, "tid": 1, "args": {"name": "main"}},
+    ]
+    workers = rng.randint(2, 4)
+    scopes = [f"net{i + 1}" for i in range(rng.randint(2, 3))]
+    setup_end = rng.uniform(200, 900)
+    events.append(_x("load_model", 1, 0.0, setup_end, role="setup"))
+    truth.setup.add("load_model")
+    run_start = setup_end + rng.uniform(5, 30)
+    launch_end = run_start
+    launches = []
+    for i in range(workers):  # the calls that hand the work over, nested in `run`
+        start = launch_end + rng.uniform(1, 3)
+        launch_end = start + rng.uniform(2, 6)
+        launches.append((start, launch_end))
+        events.append(_x(f"launch{i}", 1, start, launch_end))
+    truth.lane_work_us[1] = sum(e - s for s, e in launches)
+    finished = []
+    counter = 0
+    for worker in range(workers):
+        tid = 10 + worker
+        events.append(
+            {"ph": "M", "name": "thread_name", "pid": 7, "tid": tid, "args": {"name": f"w{worker}"}}
+        )
+        clock = launches[worker][1] + rng.uniform(5, 40)
+        busy = 0.0
+        for _ in range(rng.randint(2, 6)):
+            counter += 1
+            scope = rng.choice(scopes)
+            name = f"{scope}/op{counter}"
+            duration = rng.uniform(200, 2000)
+            start, end = clock, clock + duration
+            truth.ops[name] = (start, end, tid)
+            truth.scope_spans.setdefault(scope, []).append((start, end))
+            if rng.random() < 0.5:
+                events.append(_x(name, tid, start, end))
+            else:  # the B/E form
+                events.append({"ph": "B", "name": name, "pid": 7, "tid": tid, "ts": start})
+                events.append({"ph": "E", "pid": 7, "tid": tid, "ts": end})
+            if rng.random() < 0.4:  # a call nested inside: counted once
+                inner = rng.uniform(start, end)
+                events.append(_x(f"{name}.inner", tid, inner, rng.uniform(inner, end)))
+            busy += duration
+            clock = end + rng.uniform(0, 60)
+        truth.lane_work_us[tid] = busy
+        finished.append(clock)
+    _add_flows(rng, events, truth)
+    run_end = max(end for _, end, _ in truth.ops.values()) + rng.uniform(5, 50)
+    events.append(_x("run", 1, run_start, run_end))
+    truth.waiting.add("run")
+    work = [(s, e) for s, e, _ in truth.ops.values()] + launches
+    truth.start_us = min(s for s, _ in work)
+    truth.end_us = max(e for _, e in work)
+    truth.critical_path_us = _critical_path(truth, launches)
+    rng.shuffle(events)  # files are not always in time order
+    return events, truth
+
+
+def _x(name: str, tid: int, start: float, end: float, role: str | None = None) -> dict:
+    event = {"ph": "X", "name": name, "pid": 7, "tid": tid, "ts": start, "dur": end - start}
+    if role:
+        event["args"] = {"role": role}
+    return event
+
+
+def _add_flows(rng: random.Random, events: list[dict], truth: Truth) -> None:
+    """Flows between ops of different threads, from one that ended before the other began."""
+    names = sorted(truth.ops)
+    for flow_id in range(rng.randint(0, 4)):
+        producer, consumer = rng.sample(names, 2)
+        p_start, p_end, p_tid = truth.ops[producer]
+        c_start, _, c_tid = truth.ops[consumer]
+        if p_tid == c_tid or p_end > c_start:
+            continue
+        truth.inputs.setdefault(consumer, []).append(producer)
+        common = {"name": "flow", "cat": "data", "id": flow_id, "pid": 7}
+        events.append({**common, "ph": "s", "tid": p_tid, "ts": (p_start + p_end) / 2})
+        events.append({**common, "ph": "f", "bp": "e", "tid": c_tid, "ts": c_start})
+
+
+def _critical_path(truth: Truth, launches: list[tuple[float, float]]) -> float:
+    """The longest chain of ops linked by the flows (a launch alone is a chain too)."""
+    longest: dict[str, float] = {}
+    for name in sorted(truth.ops, key=lambda n: truth.ops[n][0]):
+        start, end, _ = truth.ops[name]
+        before = max((longest[p] for p in truth.inputs.get(name, ())), default=0.0)
+        longest[name] = before + (end - start)
+    return max([*longest.values(), *(e - s for s, e in launches)], default=0.0)
