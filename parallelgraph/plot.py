@@ -99,8 +99,8 @@ MAX_DEPTH = 8
 MAX_LEGEND_SCOPES = 20
 #: How waiting and setup are drawn: behind the lane's work, over all its rows.
 IDLE_STYLES = {
-    EventRole.WAITING: dict(face="none", edge="#8a8a8a", hatch="xxx", label="waiting (not work)"),
-    EventRole.SETUP: dict(face="#e4e4e4", edge="#bdbdbd", hatch="", label="setup (not work)"),
+    EventRole.WAITING: dict(face="none", edge="#8a8a8a", hatch="xxx", label="waiting"),
+    EventRole.SETUP: dict(face="#e4e4e4", edge="#bdbdbd", hatch="", label="setup"),
 }
 
 
@@ -648,6 +648,8 @@ def _legend_options(count: int) -> dict[str, Any]:
         title="scope",
         title_fontsize=8,
         alignment="left",
+        handlelength=1.2,
+        handletextpad=0.5,
     )
 
 

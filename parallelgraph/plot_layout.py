@@ -33,7 +33,7 @@ SHARD_TOP, SHARD_BOTTOM = 0.04, 0.36
 
 #: Lane names and legend entries longer than this are shortened (the unique part kept), so
 #: the chart keeps most of the figure's width whatever a profiler calls its threads.
-MAX_LANE_CHARS, MAX_LEGEND_CHARS = 28, 24
+MAX_LANE_CHARS, MAX_LEGEND_CHARS = 28, 14
 _HEX_RUN = re.compile(r"[0-9a-fA-F]{12,}")
 
 PAD_PT = 4.0  # free space kept at the figure edges and around titles
@@ -41,9 +41,9 @@ TICK_PAD_PT = 4.5  # lane names: gap to the axes (no tick marks; matplotlib's 3.
 
 
 def short_name(name: str, limit: int = MAX_LANE_CHARS) -> str:
-    """`name` fit for an axis label: long hex ids elided ("worker 3f9a…"), then, if still too
+    """`name` fit for an axis label: long hex ids elided ("worker 3f9a…2e1"), then, if still too
     long, its middle cut so that the start and the distinctive end are kept."""
-    shorter = _HEX_RUN.sub(lambda match: match.group(0)[:6] + "…", name)
+    shorter = _HEX_RUN.sub(lambda match: match.group(0)[:4] + "…" + match.group(0)[-3:], name)
     if len(shorter) <= limit:
         return shorter
     head = (limit - 1) // 2

@@ -390,3 +390,34 @@ def test_shapes_are_recorded_and_survive_save_and_load(tmp_path):
         _, trace = session.run(preset.fetch, trace=True)
     assert all(e.shapes.endswith("float32") for e in trace.ops())
     assert pg.Trace.load(trace.save(tmp_path / "t.json")).events == trace.events
+
+
+def test_waiting_is_hatched_setup_grey_and_long_names_keep_the_chart_wide():
+    """Issue 21: a Ray-like trace (56-hex-digit worker ids, a driver that waits, a model that
+    loads first): the waiting and setup spans are drawn behind their lanes, the lane and scope
+    names are shortened with their unique part kept, and the chart keeps >= 75% of the width."""
+    from parallelgraph.trace import EventRole
+
+    SETUP, WAIT = EventRole.SETUP, EventRole.WAITING
+    worker = "ray/worker " + "3f9a" * 14
+    scope = "task::a_very_long_remote_function_name_in_a_module"
+    events = [
+        TraceEvent("load_model", "setup", "", "cpu", "op", "ray/driver", 0, 2 * MS, role=SETUP),
+        TraceEvent("ray.get", "wait", "", "cpu", "op", "ray/driver", 2 * MS, 9 * MS, role=WAIT),
+        op(f"{scope}/net1", worker + "1", 2.5, 8),
+        op(f"{scope}/net2", worker + "2", 2.6, 8.5),
+    ]
+    figure = gantt(Trace(events))
+    figure.canvas.draw()
+    ax = figure.axes[0]
+    gids = {artist.get_gid() for artist in ax.collections}
+    assert {"waiting-spans", "setup-spans"} <= gids
+    waiting = next(a for a in ax.collections if a.get_gid() == "waiting-spans")
+    assert waiting.get_hatch()
+    labels = [tick.get_text() for tick in ax.get_yticklabels()]
+    assert "ray/driver" in labels and len(set(labels)) == 3
+    assert all(len(label) <= 28 for label in labels), labels
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert "waiting" in legend and "setup" in legend
+    assert all(len(text) <= 14 for text in legend), legend
+    assert ax.get_position().width >= 0.75, ax.get_position().width
