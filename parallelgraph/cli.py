@@ -12,12 +12,13 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from .config import MAX_THREADS, STREAM_POLICIES, Config
 from .errors import GraphError, OpError
 from .measure import Measurement, measure, measure_interleaved
 from .presets import PRESETS, TWO_NETWORK_SIZES, Preset, build_preset
+from .saving import write_file
 from .session import Session
 
 
@@ -159,8 +160,6 @@ def command_run(args: argparse.Namespace) -> int:
     )
     measurement = run_preset(preset, config, args.repeats, args.warmup)
     report = summarize(preset, config, measurement)
-    if args.trace:
-        measurement.median_trace().save(args.trace)
     if args.json:
         print(json.dumps(report))
     else:
@@ -172,6 +171,12 @@ def command_run(args: argparse.Namespace) -> int:
             f"(wall {report['wall_ms']:.2f} ms); {report['ops']} ops on lanes {report['lanes']}"
             + (f"; net1/net2 overlap {overlap:.2f}" if overlap is not None else "")
         )
+    if args.trace:  # after the report, so a failed save does not lose what was measured
+        try:
+            measurement.median_trace().save(args.trace)
+        except OSError as problem:
+            print(f"parallelgraph run: error: trace not saved: {problem}", file=sys.stderr)
+            return 2
     return 0
 
 
@@ -261,6 +266,19 @@ def demo_gpu_streams(out: Path, repeats: int) -> None:
     print(f"wrote {out / 'gpu_timeline.png'}")
 
 
+def save_figure(figure: Any, path: str | Path) -> Path:
+    """Save a matplotlib figure to exactly `path` (the format from its suffix, PNG without
+    one: matplotlib would add ".png" to the name) without destroying what is there
+    (`parallelgraph.saving`: atomic for a regular file, a folder refused)."""
+    path = Path(path)
+    suffix = path.suffix.lower().lstrip(".")
+    known = figure.canvas.get_supported_filetypes()
+    if suffix and suffix not in known:
+        raise ValueError(f"{path}: unknown picture format {suffix!r} (one of {', '.join(known)})")
+    kind = suffix or "png"
+    return write_file(path, lambda file: figure.savefig(file, format=kind, dpi=110))
+
+
 def command_plot(args: argparse.Namespace) -> int:
     from .trace import Trace
 
@@ -268,9 +286,9 @@ def command_plot(args: argparse.Namespace) -> int:
     options = {"arrows": args.arrows}
     if args.t0 is not None or args.t1 is not None:
         options.update(t0=args.t0, t1=args.t1)
-    trace.plot(**options).savefig(args.out, dpi=110)
+    written = save_figure(trace.plot(**options), args.out)
     print(
-        f"wrote {args.out}: {len(trace.events)} events on {len(trace.lanes)} lanes, "
+        f"wrote {written}: {len(trace.events)} events on {len(trace.lanes)} lanes, "
         f"makespan {trace.makespan_ms:.2f} ms"
     )
     return 0
@@ -286,11 +304,11 @@ def command_compare(args: argparse.Namespace) -> int:
     if len(labels) != len(args.traces):
         raise ValueError(f"{len(labels)} labels for {len(args.traces)} traces")
     traces = [Trace.load(path) for path in args.traces]
-    compare(traces, labels=labels).savefig(args.out, dpi=110)
+    written = save_figure(compare(traces, labels=labels), args.out)
     base = traces[0].makespan_ms
     for label, trace in zip(labels, traces):
         print(f"{label}: makespan {trace.makespan_ms:.2f} ms (x{base / trace.makespan_ms:.2f})")
-    print(f"wrote {args.out}")
+    print(f"wrote {written}")
     return 0
 
 

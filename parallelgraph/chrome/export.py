@@ -25,9 +25,12 @@ Strict to the Trace Event Format, in its object form `{"traceEvents": [...], "di
   and `origin_ns` (when the first event started, in the trace's own ns clock), which is what
   makes `load` an exact inverse of `save`, every field and time included.
 
-`dump` writes atomically: a temporary file beside the target, then `os.replace`, so a failed
-write (a full disk) never leaves a truncated file where a good one was. A name ending in ".gz"
-is written gzip-compressed.
+`dump` never destroys what it writes over (`parallelgraph.saving.write_file`): a regular file is
+written atomically (a temporary file beside the target, then `os.replace`, so a failed write -- a
+full disk -- never leaves a truncated file where a good one was), through a symlink to its
+target, keeping an existing file's mode and giving a new one the umask's; a FIFO or character
+device is written as a stream; a folder is refused. A name ending in ".gz" is written
+gzip-compressed.
 """
 
 from __future__ import annotations
@@ -35,8 +38,6 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import os
-import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ..lanes import Lane
+from ..saving import write_bytes
 from ..trace import WORK, Trace, TraceEvent
 
 FORMAT = "parallelgraph-trace/1"
@@ -249,20 +251,10 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
 
 def dump(trace: Trace, path: str | Path) -> Path:
     """Write `trace` as Chrome trace-event JSON to `path` (parents created; gzip when the name
-    ends in ".gz") and return it. Atomic: the old file stays whole if the write fails."""
+    ends in ".gz") and return it. Atomic for a regular file: the old file stays whole if the
+    write fails; a FIFO or device is written as a stream, a folder refused (OSError)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = json.dumps(to_chrome(trace), default=str).encode()
     if path.suffix == ".gz":
         data = gzip.compress(data, compresslevel=6, mtime=0)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
+    return write_bytes(path, data)
