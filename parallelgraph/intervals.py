@@ -1,5 +1,6 @@
 """Half-open time intervals [start, end) as sorted lists of disjoint pairs: union, intersection,
-difference, total length. Trace analysis is built from these few operations."""
+difference, total length. Trace analysis is built from these few operations; each is linear in
+its inputs (after a sort, for `merge`)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def merge(intervals: Iterable[tuple[int, int]]) -> Intervals:
 
 
 def intersect(a: Intervals, b: Intervals) -> Intervals:
-    """Intersection of two sorted disjoint interval lists."""
+    """Intersection of two sorted disjoint interval lists; O(len(a) + len(b))."""
     result, i, j = [], 0, 0
     while i < len(a) and j < len(b):
         low, high = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
@@ -35,16 +36,18 @@ def intersect(a: Intervals, b: Intervals) -> Intervals:
 
 
 def subtract(a: Intervals, b: Intervals) -> Intervals:
-    """The parts of `a` not covered by `b` (both sorted and disjoint)."""
+    """The parts of `a` not covered by `b` (both sorted and disjoint); O(len(a) + len(b))."""
     result = []
+    j = 0
     for start, end in a:
-        cursor = start
-        for b_start, b_end in b:
-            if b_end <= cursor or b_start >= end:
-                continue
-            if b_start > cursor:
-                result.append((cursor, b_start))
-            cursor = max(cursor, b_end)
+        while j < len(b) and b[j][1] <= start:
+            j += 1  # b's intervals that end before this one starts cannot cut a later one
+        cursor, k = start, j
+        while k < len(b) and b[k][0] < end:
+            if b[k][0] > cursor:
+                result.append((cursor, b[k][0]))
+            cursor = max(cursor, b[k][1])
+            k += 1
         if cursor < end:
             result.append((cursor, end))
     return result

@@ -42,6 +42,7 @@ trace measured with kernels that filled the GPU side by side predicts one stream
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import heapq
 import itertools
@@ -91,47 +92,56 @@ class Piece:
     start: float  # when it starts computing (after a wake-up, if its thread was asleep)
 
 
-def _load_profile(trace: Trace) -> list[tuple[int, int]]:
-    """(time, number of busy threads) steps: how many threads computed at each moment (a
-    sharded op counts through its shards, which is where its threads worked; a nested event is
-    part of its parent's thread, not another thread; waiting and setup are not computing)."""
-    points = []
-    for event in computing_pieces(trace):
-        points.append((event.start, 1))
-        points.append((event.end, -1))
-    points.sort()
-    profile, busy = [], 0
-    for time, delta in points:
-        busy += delta
-        profile.append((time, busy))
-    return profile
+class LoadProfile:
+    """How many threads computed at each moment of a trace, as a step function with its
+    running integral, so that the mean load over any interval costs O(log n) (a sharded op
+    counts through its shards, which is where its threads worked; a nested event is part of its
+    parent's thread, not another thread; waiting and setup are not computing)."""
 
+    def __init__(self, trace: Trace):
+        points = []
+        for event in computing_pieces(trace):
+            points.append((event.start, 1))
+            points.append((event.end, -1))
+        points.sort()
+        self.times: list[int] = []
+        self.busy: list[int] = []  # threads computing from times[i] to times[i + 1]
+        self.area: list[float] = []  # thread-ns computed before times[i]
+        busy, area = 0, 0.0
+        for time, delta in points:
+            if self.times and time == self.times[-1]:
+                busy += delta
+                self.busy[-1] = busy
+                continue
+            if self.times:
+                area += (time - self.times[-1]) * self.busy[-1]
+            busy += delta
+            self.times.append(time)
+            self.busy.append(busy)
+            self.area.append(area)
 
-def _mean_load(profile: list[tuple[int, int]], start: int, end: int) -> float:
-    """Average number of busy threads over [start, end)."""
-    if end <= start:
-        return 1.0
-    total, previous_time, previous_busy = 0.0, start, 1
-    for time, busy in profile:
-        if time <= start:
-            previous_busy = busy
-            continue
-        if time >= end:
-            break
-        total += (time - previous_time) * previous_busy
-        previous_time, previous_busy = time, busy
-    total += (end - previous_time) * previous_busy
-    return max(1.0, total / (end - start))
+    def _integral(self, t: int) -> float:
+        """Thread-ns computed before time t (one thread assumed outside the profile)."""
+        position = bisect.bisect_right(self.times, t) - 1
+        if position < 0:
+            return float(t - (self.times[0] if self.times else t))  # before: one thread
+        return self.area[position] + (t - self.times[position]) * self.busy[position]
+
+    def mean(self, start: int, end: int) -> float:
+        """Average number of busy threads over [start, end), at least 1."""
+        if end <= start or not self.times:
+            return 1.0
+        return max(1.0, (self._integral(end) - self._integral(start)) / (end - start))
 
 
 def model_ops(trace: Trace, cores: int) -> list[OpModel]:
     """Single-core work of every op and shard, corrected for the contention they ran under;
     each op's inputs are its data inputs and, on a program-order lane, the op before it."""
-    profile = _load_profile(trace)
+    profile = LoadProfile(trace)
     inputs = outermost_inputs(trace, program_order=True)
 
     def work(event: TraceEvent) -> float:
-        slowdown = max(1.0, _mean_load(profile, event.start, event.end) / cores)
+        slowdown = max(1.0, profile.mean(event.start, event.end) / cores)
         return event.work / slowdown
 
     shards: dict[str, list[TraceEvent]] = {}
@@ -143,9 +153,7 @@ def model_ops(trace: Trace, cores: int) -> list[OpModel]:
         own = sorted(shards.get(event.name, []), key=lambda e: e.shard or 0)
         shard_work = [work(s) for s in own]
         on_own_lane = sum(s.work for s in own if s.lane == event.lane)
-        serial = work(event) - on_own_lane / max(
-            1.0, _mean_load(profile, event.start, event.end) / cores
-        )
+        serial = work(event) - on_own_lane / max(1.0, profile.mean(event.start, event.end) / cores)
         models.append(
             OpModel(
                 event,
