@@ -19,7 +19,7 @@ and what its users call the settings `explain()` advises on (`Knobs`).
 from __future__ import annotations
 
 from ..document import Document
-from . import generic, jax, parallelgraph, python, pytorch, tensorflow
+from . import generic, jax, parallelgraph, pyspy, python, pytorch, ray, tensorflow
 from .base import Knobs, Producer
 
 PRODUCERS: tuple[Producer, ...] = (
@@ -27,6 +27,8 @@ PRODUCERS: tuple[Producer, ...] = (
     tensorflow.PRODUCER,
     pytorch.PRODUCER,
     jax.PRODUCER,
+    ray.PRODUCER,
+    pyspy.PRODUCER,
     python.PRODUCER,
     generic.PRODUCER,
 )
