@@ -7,6 +7,7 @@ Tried in this order; the first whose `detect` says yes converts the file:
 | `parallelgraph` | parallelgraph | `otherData.format` is ours |
 | `tensorflow` | tensorflow | "... Compute" device processes with "Op" events |
 | `pytorch` | pytorch | Kineto categories (cpu_op, user_annotation, kernel...) |
+| `tf_profiler` | tf_profiler | "/host:CPU" with TF op events (`long_name` "net1/MatMul:MatMul") |
 | `jax` | jax | XLA's processes ("/host:CPU", "/device:...") and TraceMe events |
 | `python` | python | viztracer's and other Python tracers' "file.py:line" events |
 | `generic` | trace-event | anything else |
@@ -19,13 +20,14 @@ and what its users call the settings `explain()` advises on (`Knobs`).
 from __future__ import annotations
 
 from ..document import Document
-from . import generic, jax, parallelgraph, pyspy, python, pytorch, ray, tensorflow
+from . import generic, jax, parallelgraph, pyspy, python, pytorch, ray, tensorflow, tf_profiler
 from .base import Knobs, Producer
 
 PRODUCERS: tuple[Producer, ...] = (
     parallelgraph.PRODUCER,
     tensorflow.PRODUCER,
     pytorch.PRODUCER,
+    tf_profiler.PRODUCER,  # before jax: TF2's files also have XLA's "/host:CPU" process
     jax.PRODUCER,
     ray.PRODUCER,
     pyspy.PRODUCER,
