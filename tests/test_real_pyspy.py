@@ -31,15 +31,15 @@ def raw_slices(name: str) -> list[dict]:
     written = max(e["ts"] for e in events)
     observed = max(e["ts"] for e in events if e["ts"] < written)
     stacks, out = defaultdict(list), []
-    for e in events:
+    for index, e in enumerate(events):
         if e["ph"] == "B":
-            stacks[e["tid"]].append(e)
+            stacks[e["tid"]].append((index, e))
         else:
-            begin = stacks[e["tid"]].pop()
+            at, begin = stacks[e["tid"]].pop()
             assert begin["name"] == e["name"]
             end = observed if e["ts"] == written else e["ts"]
             out.append({"name": e["name"], "file": begin["args"]["filename"], "tid": e["tid"],
-                        "ts": begin["ts"], "end": max(begin["ts"], end)})  # fmt: skip
+                        "ts": begin["ts"], "end": max(begin["ts"], end), "at": at})  # fmt: skip
     return out
 
 
@@ -64,12 +64,13 @@ def length(spans) -> float:
 
 
 def work_time(slices: list[dict]) -> list[tuple[float, float]]:
-    """The spans of one thread in which its innermost open frame was work."""
+    """The spans of one thread in which its innermost open frame (the last one begun: py-spy
+    begins a sample's new frames outermost first) was work."""
     bounds = sorted({t for s in slices for t in (s["ts"], s["end"])})
     pieces = []
     for low, high in itertools.pairwise(bounds):
         open_now = [s for s in slices if s["ts"] <= low and high <= s["end"]]
-        if open_now and role(max(open_now, key=lambda s: (s["ts"], -s["end"]))) == "work":
+        if open_now and role(max(open_now, key=lambda s: (s["ts"], -s["end"], s["at"]))) == "work":
             pieces.append((low, high))
     return union(pieces)
 
@@ -183,3 +184,34 @@ def test_the_gil_option_recorded_only_the_threads_holding_it():
     gil = pg.Trace.load(REAL / "pyspy_python_threads_gil.json")
     assert "py-spy/MainThread" in plain.lanes and "py-spy/MainThread" not in gil.lanes
     assert MANIFEST["pyspy_python_threads_gil.json"]["program"]["gil_option"] is True
+
+
+def test_imports_sampled_by_a_spawned_program_are_setup(tmp_path):
+    """`py-spy record -- python prog.py` samples the imports too: importlib's _find_and_load
+    and everything in it (the imported module's own <module> code) is setup, not work."""
+
+    def frame(ph, name, filename, ts):
+        return {"args": {"filename": filename, "line": 1}, "cat": "py-spy", "name": name,
+                "ph": ph, "pid": 7, "tid": 1, "ts": ts}  # fmt: skip
+
+    imp, prog, lib = "<frozen importlib._bootstrap>", "/tmp/prog.py", "/site/numpy/__init__.py"
+    events = [frame("B", "<module>", prog, 0), frame("B", "_find_and_load", imp, 0),
+              frame("B", "<module>", lib, 0), frame("E", "<module>", lib, 100),
+              frame("E", "_find_and_load", imp, 100), frame("E", "<module>", prog, 100),
+              frame("B", "<module>", prog, 100), frame("B", "work", prog, 100),
+              frame("E", "work", prog, 150), frame("E", "<module>", prog, 150),
+              # a second thread, still starting when py-spy wrote the file (at 200)
+              dict(frame("B", "Thread._bootstrap", "/py/threading.py", 140), tid=2),
+              dict(frame("E", "Thread._bootstrap", "/py/threading.py", 200), tid=2)]  # fmt: skip
+    path = tmp_path / "spawned.json"
+    path.write_text(json.dumps(events))
+    trace = pg.Trace.load(path)
+    assert trace.source == "py-spy"
+    roles = sorted((e.start, e.op_type, e.end, str(e.role)) for e in trace.events)
+    assert roles[:3] == [
+        (0, "<module>", 100_000, "setup"),  # numpy's module code, inside the import
+        (0, "<module>", 100_000, "work"),  # the program's line that imports
+        (0, "_find_and_load", 100_000, "setup"),
+    ]
+    assert trace.makespan_ms == pytest.approx(0.05)
+    assert [e.name for e in trace.ops()] == ["<module>", "<module>#3"]  # #2: numpy's, setup

@@ -23,7 +23,9 @@ Roles:
   (Future.result, wait, as_completed) — the innermost frame decides, so a thread's time inside
   Thread.join is waiting even though `<module>` encloses it;
 - **setup**: the threading module's own machinery (Thread._bootstrap, _bootstrap_inner, run,
-  start: starting and ending threads) and imports (importlib's frames);
+  start: starting and ending threads) and imports (importlib's `_find_and_load` and every
+  frame inside it, the imported module's own code included: `py-spy record -- python prog.py`
+  samples the program's imports);
 - **work**: every other frame.
 
 Ops are the frames (the function's name; several slices of one function on different lines are
@@ -47,7 +49,7 @@ from collections import Counter, defaultdict
 from ...lanes import LaneKind
 from ...trace import EventRole
 from ..document import Document, Slice, Thread
-from .base import Converted, Draft, Knobs, Producer, enclosing_names
+from .base import Converted, Draft, Knobs, Producer
 
 CATEGORY = "py-spy"
 
@@ -71,6 +73,8 @@ _OTHER_WAITS = {
     "thread.py": frozenset({"ThreadPoolExecutor.shutdown"}),
     "process.py": frozenset({"ProcessPoolExecutor.shutdown"}),
 }
+#: importlib's frame around an import: everything in it (the module's own code too) is setup
+IMPORT_FRAME = "_find_and_load"
 _THREAD_ROOTS = ("Thread._bootstrap", "Thread._bootstrap_inner", "Thread.run")
 _ENTRY_POINTS = frozenset(
     {"<module>", "_run_code", "_run_module_as_main", "run_path", "_run_module_code", "main"}
@@ -151,15 +155,38 @@ def _by_thread(pieces: list[Slice]) -> dict[Thread, list[Slice]]:
     return out
 
 
-def _targets(pieces: list[Slice]) -> dict[int, str]:
+def _stacks(pieces: list[Slice]) -> dict[int, list[str]]:
+    """Slice index -> the names of the frames around it on its thread, outermost first, and
+    its own. Frames opened by one sample share their start (and often their end), so time
+    alone cannot say which holds which; py-spy writes the B events outermost first, so among
+    equal spans the earlier event is the caller."""
+    out: dict[int, list[str]] = {}
+    for thread_pieces in _by_thread(pieces).values():
+        stack: list[Slice] = []
+        for piece in sorted(thread_pieces, key=lambda p: (p.start, -p.end, p.index)):
+            while stack and not (
+                piece.end <= stack[-1].end
+                and (piece.start < stack[-1].end or piece.start == stack[-1].start)
+            ):
+                stack.pop()
+            stack.append(piece)
+            out[piece.index] = [frame.name for frame in stack]
+    return out
+
+
+def _targets(pieces: list[Slice], chains: dict[int, list[str]]) -> dict[int, str]:
     """Slice index -> the outermost frame around it (itself included) that is neither thread
     machinery nor an entry point: a thread's target, or the main thread's top-level call."""
-    chains = enclosing_names(pieces, pieces)
     skip = set(_THREAD_ROOTS) | _ENTRY_POINTS
     return {
         piece.index: next((n for n in chains.get(piece.index, ()) if n not in skip), "")
         for piece in pieces
     }
+
+
+def _started(piece: Slice) -> bool:
+    """Whether the frame is the root of a thread that `threading` started."""
+    return piece.name == "Thread._bootstrap"
 
 
 def _labels(document: Document, threads: dict[Thread, list[Slice]], targets: dict[int, str]):
@@ -170,8 +197,7 @@ def _labels(document: Document, threads: dict[Thread, list[Slice]], targets: dic
         if named:
             base[thread] = named
             continue
-        started = any(p.name == "Thread._bootstrap" for p in pieces)
-        if not started:
+        if not any(_started(p) for p in pieces):
             base[thread] = "MainThread"
             continue
         time_in: Counter[str] = Counter()
@@ -202,13 +228,16 @@ def convert(document: Document) -> Converted:
     written, observed = _written_at(pieces)
     cut = sum(piece.end == written for piece in pieces) if observed < written else 0
     threads = _by_thread(pieces)
-    targets = _targets(pieces)
+    chains = _stacks(pieces)
+    targets = _targets(pieces, chains)
+    importing = {index for index, names in chains.items() if IMPORT_FRAME in names}
     labels = _labels(document, threads, targets)
+    mains = {t for t, frames in threads.items() if not any(_started(p) for p in frames)}
     several = len(threads) > 1
     for piece in pieces:
         label = labels[piece.thread]
         if several:
-            scope = "" if label == "MainThread" else label
+            scope = "" if piece.thread in mains else label
         else:
             scope = targets.get(piece.index, "")
         converted.add(
@@ -221,7 +250,7 @@ def convert(document: Document) -> Converted:
                 lane=f"py-spy/{label}",
                 start=piece.start,
                 end=max(piece.start, observed) if cut and piece.end == written else piece.end,
-                role=role_of(piece),
+                role=EventRole.SETUP if piece.index in importing else role_of(piece),
             ),
             piece,
         )
