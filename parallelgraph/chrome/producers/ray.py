@@ -19,11 +19,11 @@ the category is what the event is:
   while the tasks run on the workers.
 - **setup**: the worker's `wait_for_function`, `fetch_and_run_function` and
   `register_remote_function` (a fresh worker loading a function or actor class before its
-  first task: worker start-up, seconds in a cold session) and the driver's `submit_task`
-  (handing a task to the scheduler and asking for a worker lease: Ray's own bookkeeping, tens
-  of µs to a millisecond, before the task can start; it is not the program's work, but it is
-  kept so that the driver's lane shows when each task was asked for). `ray.put` is the driver's
-  own work (serializing an object into the object store) and stays work.
+  first task: 80-110 ms in the cold round of the fixture) and the driver's `submit_task`
+  (handing a task to the scheduler and asking for a worker lease: Ray's own bookkeeping,
+  0.1-1.6 ms there, before the task can start; it is not the program's work, but it is kept so
+  that the driver's lane shows when each task was asked for). `ray.put` is the driver's own
+  work (serializing an object into the object store) and stays work.
 - **left out**: `worker_idle` (older Ray: a worker with nothing to do), said in a note.
 - **lanes**: "ray/driver" and "ray/worker 1", "ray/worker 2".. numbered by first event, with
   the unique start of the worker id ("ray/worker 1 (3cf29e7a)"); a worker that ran only one
@@ -36,9 +36,9 @@ the category is what the event is:
 - **dependencies**: none recorded (no flows, and `submit_task` carries no task id), so a task
   waiting for another task's result is not seen as a dependency — say so when it matters.
 
-The file has no timestamps of its own before the first event: a cold session's first task
-starts after seconds of worker start-up, which is setup on the worker's lane, not a gap in
-the work.
+The worker processes' own start is not in the file: in a cold session the first tasks start
+seconds after they were submitted (3.7 s in the fixture), a gap that only the driver's
+`ray.get` (waiting) covers, and only with RAY_PROFILING=1.
 """
 
 from __future__ import annotations
