@@ -143,12 +143,17 @@ def computing_pieces(trace: Trace) -> list[TraceEvent]:
     ]
 
 
-def concurrency(trace: Trace) -> float:
+def concurrency(trace: Trace, ops_only: bool = False) -> float:
     """The share of the time something computed during which two or more pieces of work
     (ops or shards, on different lanes) computed at once: 0.0 for a run that did one thing at
-    a time, whatever number of threads it had."""
+    a time, whatever number of threads it had. `ops_only`: whole ops, their shards not counted
+    apart — 0.0 for a run that ran one op at a time, however many threads each op used."""
+    if ops_only:
+        pieces = [e for e in trace.ops() if trace.lane(e.lane).kind.computes]
+    else:
+        pieces = computing_pieces(trace)
     points = []
-    for piece in computing_pieces(trace):
+    for piece in pieces:
         points.extend(((piece.start, 1), (piece.end, -1)))
     points.sort()
     busy_any = busy_many = 0

@@ -42,8 +42,9 @@ class PlacementEvidence:
 @dataclass(frozen=True)
 class OneAtATimeEvidence:
     """Only one op could run at a time: by the run's `setting` (e.g. "inter_op_threads=1"), or
-    because nothing in the trace ran at once (`concurrency`, the share of the computing time
-    with two or more pieces of work running, below `ONE_AT_A_TIME`)."""
+    because no two ops in the trace ran at once (`concurrency`, the share of the computing time
+    with two or more ops running — an op's own intra-op threads aside — below
+    `ONE_AT_A_TIME`)."""
 
     lanes: tuple[str, ...]
     concurrency: float

@@ -241,7 +241,8 @@ def _pair_lines(pair: PairReport) -> list[str]:
 def _knobs(trace: Trace) -> Knobs:
     from .chrome.producers import knobs_for
 
-    return knobs_for(trace.source)
+    config = trace.metadata.get("config") or {}
+    return knobs_for(trace.source, config.get("executor") if isinstance(config, dict) else None)
 
 
 def explain(trace: Trace, *branches: str) -> Explanation:
@@ -414,7 +415,7 @@ def _one_worker(context: _Context, a: Branch, b: Branch) -> Found:
     lanes = {e.lane for e in ops}
     if _on_streams(trace, ops):  # GPU ops: streams decide
         return _one_stream(context, ops, lanes)
-    concurrency = analysis.concurrency(trace)
+    concurrency = analysis.concurrency(trace, ops_only=True)  # an op's own threads aside
     ordered = tuple(sorted(lanes))
     if config.get("inter_op_threads") == 1:
         return (
@@ -427,12 +428,17 @@ def _one_worker(context: _Context, a: Branch, b: Branch) -> Found:
         where = f"{len(lanes)} lanes" if len(lanes) > 1 else f"one lane, {ordered[0]}"
         return (
             Cause.ONE_WORKER,
-            f"Cause: {context.knobs.one_at_a_time} — nothing in the whole trace ran at the "
-            f"same time as anything else (on {where}; two things at once "
-            f"{concurrency:.0%} of the time), so independent ops queued up.",
+            f"Cause: {context.knobs.one_at_a_time} — no two ops in the whole trace ran at the "
+            f"same time (on {where}; two ops at once {concurrency:.0%} of the time"
+            + (", an op's own intra-op threads aside" if _has_shards(trace) else "")
+            + "), so independent ops queued up.",
             OneAtATimeEvidence(ordered, concurrency, None),
         )
     return None
+
+
+def _has_shards(trace: Trace) -> bool:
+    return any(event.kind == "shard" for event in trace.events)
 
 
 def _one_stream(context: _Context, ops: tuple[TraceEvent, ...], lanes: set[str]) -> Found:
@@ -515,48 +521,34 @@ def _too_short(context: _Context, a: Branch, b: Branch) -> Found:
     gpu = all(e.device.startswith("gpu") for e in ops)
     evidence = ShortOpsEvidence(int(median), share, one_lane, gpu)
     if short and gpu:
-        return (
-            Cause.TOO_SHORT,
-            (
-                f"Cause: kernels too short — their median time is {median / 1e3:.1f} us, about what "
-                "launching a kernel from Python costs; the GPU finished each one before the host "
-                "had launched the next, so the streams seldom had two kernels to run at once."
-            ),
-            evidence,
+        detail = (
+            f"Cause: kernels too short — their median time is {median / 1e3:.1f} us, about "
+            "what launching a kernel from Python costs; the GPU finished each one before the "
+            "host had launched the next, so the streams seldom had two kernels to run at once."
         )
-    if short and one_lane and context.trace.source == "parallelgraph":
-        return (
-            Cause.TOO_SHORT,
-            (
-                f"Cause: ops too short — their median duration is {median / 1e3:.1f} us, less "
-                f"than waking another thread costs: of the {inter} inter-op threads, parallelgraph "
-                f"ran them all on one (ops it estimates under {INEXPENSIVE_NS / 1e3:.0f} us run on "
-                "the thread that made them ready, as TensorFlow runs inexpensive ops inline; they "
-                "are mostly Python, which a second thread could not run at the same time)."
-            ),
-            evidence,
+    elif short and one_lane and context.trace.source == "parallelgraph":
+        detail = (
+            f"Cause: ops too short — their median duration is {median / 1e3:.1f} us, less "
+            f"than waking another thread costs: of the {inter} inter-op threads, parallelgraph "
+            f"ran them all on one (ops it estimates under {INEXPENSIVE_NS / 1e3:.0f} us run on "
+            "the thread that made them ready, as TensorFlow runs inexpensive ops inline; they "
+            "are mostly Python, which a second thread could not run at the same time)."
         )
-    if short:
-        return (
-            Cause.TOO_SHORT,
-            (
-                f"Cause: ops too short — their median duration is {median / 1e3:.1f} us, about "
-                "what handing an op to another thread costs; the workers spent their time "
-                "dispatching, not computing."
-            ),
-            evidence,
+    elif short:
+        detail = (
+            f"Cause: ops too short — their median duration is {median / 1e3:.1f} us, about "
+            "what handing an op to another thread costs; the workers spent their time "
+            "dispatching, not computing."
         )
-    if one_lane and median < WAKE_UP_NS:
-        return (
-            Cause.TOO_SHORT,
-            (
-                f"Cause: ops too short — {inter} inter-op threads were available, but every op ran "
-                f"on {ops[0].lane}: each (median {median / 1e3:.0f} us) finished before another "
-                "worker thread had woken up to take the next one."
-            ),
-            evidence,
+    elif one_lane and median < WAKE_UP_NS:
+        detail = (
+            f"Cause: ops too short — {inter} inter-op threads were available, but every op ran "
+            f"on {ops[0].lane}: each (median {median / 1e3:.0f} us) finished before another "
+            "worker thread had woken up to take the next one."
         )
-    return None
+    else:
+        return None
+    return Cause.TOO_SHORT, detail, evidence
 
 
 def _latency(context: _Context, a: Branch, b: Branch) -> Found:

@@ -74,7 +74,7 @@ def check_report(trace: pg.Trace, report) -> None:
             assert "every worker busy" in pair.detail
         elif pair.cause is Cause.ONE_WORKER:
             assert evidence.setting or evidence.concurrency < 0.02
-            assert analysis.concurrency(trace) == pytest.approx(evidence.concurrency)
+            assert analysis.concurrency(trace, ops_only=True) == pytest.approx(evidence.concurrency)
         elif pair.cause is Cause.NOT_DETERMINED:
             assert "not determined" in pair.detail and evidence.experiment in pair.detail
     if "every worker busy" in text:

@@ -41,6 +41,9 @@ def detect_producer(document: Document) -> Producer:
     return next(producer for producer in PRODUCERS if producer.detect(document))
 
 
-def knobs_for(source: str) -> Knobs:
-    """The words for `Trace.source`'s settings (the generic ones for an unknown source)."""
+def knobs_for(source: str, executor: str | None = None) -> Knobs:
+    """The words for `Trace.source`'s settings (the generic ones for an unknown source); for
+    our own traces, those of the `executor` that ran them (Dask's workers)."""
+    if source == "parallelgraph" and executor == "dask":
+        return parallelgraph.DASK_KNOBS
     return next((p.knobs for p in PRODUCERS if p.name == source), generic.KNOBS)
