@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .config import MAX_THREADS, STREAM_POLICIES, Config
+from .config import MAX_STREAMS, MAX_THREADS, STREAM_POLICIES, Config
 from .errors import GraphError, OpError
 from .measure import Measurement, measure, measure_interleaved
 from .presets import PRESETS, TWO_NETWORK_SIZES, Preset, build_preset
@@ -51,6 +51,7 @@ def _int_at_least(minimum: int, maximum: int | None = None) -> Callable[[str], i
 _at_least_one = _int_at_least(1)
 _non_negative = _int_at_least(0)
 _thread_count = _int_at_least(0, MAX_THREADS)
+_stream_count = _int_at_least(1, MAX_STREAMS)
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -78,7 +79,7 @@ def make_parser() -> argparse.ArgumentParser:
     run.add_argument("--executor", default="threads", choices=["sequential", "threads", "dask"])
     run.add_argument("--address", help="executor dask: scheduler address (default: a LocalCluster)")
     run.add_argument("--device", default="cpu", choices=["cpu", "gpu"], help="place the graph")
-    run.add_argument("--streams", type=_at_least_one, default=1, help="CUDA streams")
+    run.add_argument("--streams", type=_stream_count, default=1, help="CUDA streams")
     run.add_argument("--stream-policy", default="branches", choices=list(STREAM_POLICIES))
     run.add_argument("--matmul-kernel", default="blas", choices=["blas", "numba"])
     run.add_argument("--repeats", type=_at_least_one, default=5)

@@ -23,6 +23,10 @@ MATMUL_KERNELS = ("blas", "numba")
 #: The most threads one pool may have. Far above any useful count (threads beyond the cores only
 #: contend), low enough that a typo (100000) is refused before thousands of threads start.
 MAX_THREADS = 1024
+#: The most CUDA streams a config may ask for: like MAX_THREADS, far above any useful count (a
+#: GPU runs a few dozen kernels at once at most), low enough that a typo (10**8) is refused
+#: before the executor or the simulator makes a stream object per stream.
+MAX_STREAMS = 1024
 
 ALIASES = {
     "inter_op_parallelism_threads": "inter_op_threads",
@@ -91,6 +95,11 @@ class Config:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise ValueError(f"Config.{name} must be an int >= {minimum}, got {value!r}")
+            if name == "streams" and value > MAX_STREAMS:
+                raise ValueError(
+                    f"Config.streams must be at most {MAX_STREAMS} (a GPU runs a few dozen "
+                    f"kernels at once at most), got {value}"
+                )
             if name != "streams" and value > MAX_THREADS:
                 raise ValueError(
                     f"Config.{name} must be at most {MAX_THREADS} (this machine has "
@@ -115,8 +124,14 @@ class Config:
             raise ValueError(
                 f"Config.dask_placement must map scope names to worker numbers, got {placement!r}"
             )
-        if self.dask_address is not None and not isinstance(self.dask_address, str):
-            raise ValueError(f"Config.dask_address must be a string, got {self.dask_address!r}")
+        address = self.dask_address
+        if address is not None and (
+            not isinstance(address, str) or not address.strip() or address != address.strip()
+        ):
+            raise ValueError(
+                f"Config.dask_address must be a scheduler address like 'tcp://host:8786', "
+                f"got {address!r}"
+            )
         for name in ("fuse", "cuda_graph"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(

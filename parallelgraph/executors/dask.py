@@ -79,6 +79,7 @@ from ..errors import GraphError, describe
 from ..plan import Plan, Step
 from .dask_chains import PreparedPlan, RunKeys, prepare_plan, run_keys
 from .dask_clocks import Record, clock_offsets, collect_records
+from .dask_connect import CONNECT_TIMEOUT_S, check_scheduler
 from .dask_failures import (
     Failure,
     LostData,
@@ -139,6 +140,8 @@ class DaskExecutor:
     run_timeout_s: float | None = None
     #: Fail a run (or the start) when the cluster has had no worker for this many seconds.
     no_worker_timeout_s: float = 60.0
+    #: Fail the start when no Dask scheduler answers at `dask_address` within this many seconds.
+    connect_timeout_s: float = CONNECT_TIMEOUT_S
 
     def __init__(self, config: Config):
         self.config = config
@@ -182,7 +185,8 @@ class DaskExecutor:
             return client
         self._owns_client = True
         if config.dask_address:
-            return Client(config.dask_address, set_as_default=False)
+            check_scheduler(config.dask_address, self.connect_timeout_s)  # never hangs
+            return Client(config.dask_address, set_as_default=False, timeout=self.connect_timeout_s)
         self._cluster = LocalCluster(
             n_workers=config.inter_op_threads,
             threads_per_worker=1,
