@@ -69,8 +69,10 @@ def _callers_level() -> int:
 class Session:
     """Runs `graph` (default: the default graph) under `config` (default: `Config()`).
 
-    Thread safety: `run` may be called from any thread; concurrent calls are serialized.
-    Close it (or use `with`) to join its threads.
+    Thread safety: `run` and `plan_for` may be called from any thread; concurrent runs are
+    serialized. A run re-entered from its own thread (a signal handler or a callback that
+    calls `run` during a run) raises RuntimeError instead of deadlocking. Close it (or use
+    `with`) to join its threads.
     """
 
     #: How many plans (one per distinct fetches + fed tensors) a session keeps, least recently
@@ -87,7 +89,12 @@ class Session:
         self.graph.finalize()
         self._plans: OrderedDict[tuple[Any, ...], Plan] = OrderedDict()
         self._variables: dict[int, np.ndarray] = {}
-        self._run_lock = threading.Lock()
+        # Re-entrant, so that a run re-entered from its own thread (a signal handler, a
+        # callback) finds `_running` set and raises instead of deadlocking on the lock.
+        self._run_lock = threading.RLock()
+        self._running = False
+        # The plan cache has its own lock: `plan_for` reads and fills it outside any run.
+        self._plans_lock = threading.RLock()
         self._closed = False
         self._warned_soft_placement = False
         self.runs = 0
@@ -105,6 +112,11 @@ class Session:
     def close(self) -> None:
         """Join every thread of this session; idempotent. Later runs raise RuntimeError."""
         with self._run_lock:
+            if self._running:
+                raise RuntimeError(
+                    "Session.close() was called from inside this session's own run (a signal "
+                    "handler or a callback); close it after the run returns"
+                )
             if not self._closed:
                 self._closed = True
                 self._executor.close()
@@ -156,13 +168,23 @@ class Session:
         fetch_ops = [op for op in leaf_ops if op is not None]
         feeds = self._check_feeds(feed_dict or {})
         with self._run_lock:
+            if self._running:  # only this thread can be inside while we hold the lock
+                raise RuntimeError(
+                    "Session.run was called from inside a run of the same session (a signal "
+                    "handler or a callback re-entered it); runs cannot nest: run it after the "
+                    "current run returns, or in another session"
+                )
             if self._closed:
                 raise RuntimeError("this Session is closed; create a new one")
-            if len(fetch_ops) < len(leaf_ops):
-                self._initialize_variables()
-            plan = self._plan(fetch_ops, feeds)
-            results, run_trace = self._execute(plan, feeds, trace)
-            self.runs += 1
+            self._running = True
+            try:
+                if len(fetch_ops) < len(leaf_ops):
+                    self._initialize_variables()
+                plan = self._plan(fetch_ops, feeds)
+                results, run_trace = self._execute(plan, feeds, trace)
+                self.runs += 1
+            finally:
+                self._running = False
         output = rebuild(iter(_distinct_values(leaf_ops, results)))
         return (output, run_trace) if trace else output
 
@@ -174,7 +196,12 @@ class Session:
         return self._plan(fetch_ops, self._check_feeds(feed_dict or {}))
 
     def _plan(self, fetch_ops: list[Op], feeds: dict[int, np.ndarray]) -> Plan:
-        """The cached plan for these fetches and feeds (built on a miss; LRU, bounded)."""
+        """The cached plan for these fetches and feeds (built on a miss; LRU, bounded). Safe
+        from any thread: the cache is read and changed under its own lock."""
+        with self._plans_lock:
+            return self._cached_plan(fetch_ops, feeds)
+
+    def _cached_plan(self, fetch_ops: list[Op], feeds: dict[int, np.ndarray]) -> Plan:
         key = (tuple(op.id for op in fetch_ops), frozenset(feeds))
         plan = self._plans.get(key)
         if plan is not None:
