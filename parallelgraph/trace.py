@@ -37,7 +37,9 @@ it even when the file records no data flow between them. The critical path and t
 follow it; it is never reported as a data dependency between branches.
 
 `source` says which tool wrote the events ("parallelgraph", or for an imported file
-"tensorflow", "pytorch", "jax", "python" (viztracer and other Python tracers), "trace-event").
+"tensorflow" (TF1 timelines), "tf_profiler" (TensorFlow 2's profiler), "pytorch", "jax",
+"onnxruntime", "ray", "py-spy", "python" (viztracer and other Python tracers), "trace-event");
+`parallelgraph.chrome.producers` has the table.
 """
 
 from __future__ import annotations
@@ -412,8 +414,8 @@ class Trace:
 
     @property
     def source(self) -> str:
-        """The tool that wrote the events: "parallelgraph", "tensorflow", "pytorch", "jax",
-        "python" or "trace-event" (see the module docstring)."""
+        """The tool that wrote the events: "parallelgraph", or the producer of an imported file
+        ("tensorflow", "pytorch", "onnxruntime", "trace-event"...: see the module docstring)."""
         return str(self.metadata.get("source", "parallelgraph"))
 
     def lane(self, name: str) -> Lane:
