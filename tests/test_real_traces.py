@@ -314,3 +314,36 @@ def test_the_framework_traces_shipped_with_the_package_are_the_fixtures():
     for name, file in FRAMEWORK_TRACES.items():
         assert (package / file).read_bytes() == (REAL / file).read_bytes(), name
         assert framework_runs()[name]["tool_versions"] == MANIFEST[file]["tool_versions"]
+
+
+def raw_tf_critical_path(name: str) -> float:
+    """µs: the longest chain of TensorFlow nodes through their `args.input*` (the timeline's
+    own record of the graph's edges), by the raw durations."""
+    ops = {e["args"]["name"]: e for e in raw_ops(name)}
+    longest: dict[str, float] = {}
+    for node in sorted(ops, key=lambda n: ops[n]["ts"]):
+        args = ops[node]["args"]
+        inputs = [
+            str(v).lstrip("^").split(":")[0] for k, v in args.items() if k.startswith("input")
+        ]
+        before = max((longest[i] for i in inputs if i in longest), default=0.0)
+        longest[node] = before + ops[node]["dur"]
+    return max(longest.values())
+
+
+@pytest.mark.parametrize("name", [n for n in TRACES if n.startswith(("tf_", "viztracer_"))])
+def test_the_lower_bound_is_the_raw_work_and_chain(name):
+    """max(work / lanes, critical path), each computed here from the raw events: TensorFlow's
+    chain through the recorded inputs; a Python thread's calls one after another (program
+    order), so its chain is the thread's own work."""
+    trace = pg.Trace.load(REAL / name)
+    by_thread = defaultdict(list)
+    for e in raw_ops(name):
+        by_thread[(e["pid"], e["tid"])].append(e)
+    work = {thread: length(work_time(name, events)) for thread, events in by_thread.items()}
+    if name.startswith("tf_"):
+        chain = raw_tf_critical_path(name)
+    else:
+        chain = max(work.values())
+    expected = max(sum(work.values()) / len(work), chain)
+    assert trace.lower_bound() * 1e6 == pytest.approx(expected, rel=1e-6, abs=0.01)
