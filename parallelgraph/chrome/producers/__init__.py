@@ -20,7 +20,18 @@ and what its users call the settings `explain()` advises on (`Knobs`).
 from __future__ import annotations
 
 from ..document import Document
-from . import generic, jax, parallelgraph, pyspy, python, pytorch, ray, tensorflow, tf_profiler
+from . import (
+    generic,
+    jax,
+    onnxruntime,
+    parallelgraph,
+    pyspy,
+    python,
+    pytorch,
+    ray,
+    tensorflow,
+    tf_profiler,
+)
 from .base import Knobs, Producer
 
 PRODUCERS: tuple[Producer, ...] = (
@@ -29,6 +40,7 @@ PRODUCERS: tuple[Producer, ...] = (
     pytorch.PRODUCER,
     tf_profiler.PRODUCER,  # before jax: TF2's files also have XLA's "/host:CPU" process
     jax.PRODUCER,
+    onnxruntime.PRODUCER,
     ray.PRODUCER,
     pyspy.PRODUCER,
     python.PRODUCER,
