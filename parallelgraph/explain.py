@@ -294,7 +294,7 @@ def _left_out(trace: Trace) -> tuple[dict[str, int], tuple[str, ...]]:
     totals = {role.value: sum(e.duration for e in events) for role, events in left.items()}
     lines = []
     for role, why in (
-        (EventRole.WAITING, "a caller holding its thread while other threads did the work"),
+        (EventRole.WAITING, "a caller waiting; ops nested in them still count as work"),
         (EventRole.SETUP, "loading and initialisation before the work"),
     ):
         events = sorted(left.get(role, []), key=lambda e: -e.duration)
