@@ -184,3 +184,107 @@ def test_plan_for_from_many_threads_never_raises():
         sys.setswitchinterval(switching)
     session.close()
     assert not errors, repr(errors[:3])
+
+
+# -- NaN bits: every executor and fusion path gives the sequential reference's ------------------
+
+
+def _nan_graph(dtype):
+    """Matmuls whose sums meet inf - inf, biases and tensors full of NaNs with payloads and both
+    signs (and a signalling one), through add, multiply, add_n, relu, tanh and reductions."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    bits = np.uint32 if dtype == np.float32 else np.uint64
+    m, k, n = 300, 70, 129
+    graph = pg.Graph()
+    with graph.as_default():
+        a = pg.placeholder((m, k), dtype, name="a")
+        w = pg.placeholder((k, n), dtype, name="w")
+        b = pg.placeholder((n,), dtype, name="b")
+        c = pg.placeholder((m, n), dtype, name="c")
+        fetches = [
+            pg.relu(pg.add(pg.matmul(a, w), b)),
+            pg.tanh(pg.add(b, pg.matmul(a, w))),
+            pg.add(pg.matmul(a, w), b),
+            pg.add(c, b),
+            pg.multiply(b, c),
+            pg.add_n([c, pg.relu(c), pg.tanh(c)]),
+            pg.reduce_sum(c, axis=0),
+        ]
+
+    def nan(pattern: int):
+        return np.array([pattern], bits).view(dtype)[0]
+
+    if dtype == np.float32:
+        plus, minus, signalling = 0x7FC01234, 0xFFC00077, 0x7F800001
+    else:
+        plus, minus, signalling = 0x7FF8000000001234, 0xFFF8000000000077, 0x7FF0000000000001
+    a_value = rng.standard_normal((m, k)).astype(dtype)
+    a_value[rng.random((m, k)) < 0.1] = np.inf
+    a_value[rng.random((m, k)) < 0.1] = -np.inf
+    b_value = rng.standard_normal(n).astype(dtype)
+    b_value[rng.random(n) < 0.4] = nan(plus)
+    b_value[rng.random(n) < 0.2] = nan(minus)
+    c_value = rng.standard_normal((m, n)).astype(dtype)
+    for pattern, share in ((plus, 0.2), (minus, 0.2), (signalling, 0.05)):
+        c_value[rng.random((m, n)) < share] = nan(pattern)
+    c_value[rng.random((m, n)) < 0.05] = np.inf
+    feeds = {a: a_value, w: rng.standard_normal((k, n)).astype(dtype), b: b_value, c: c_value}
+    return graph, fetches, feeds, bits
+
+
+def _bits_of(graph, fetches, feeds, bits, **config):
+    with pg.Session(graph, pg.Config(**config)) as session:
+        return [value.view(bits) for value in session.run(fetches, feeds)]
+
+
+NAN_PATHS = {
+    "fused-sequential": {"executor": "sequential", "fuse": True},
+    "threads": {"inter_op_threads": 2, "intra_op_threads": 2},
+    "fused-threads": {"inter_op_threads": 2, "intra_op_threads": 2, "fuse": True},
+    "fused-numba-matmul": {
+        "inter_op_threads": 2,
+        "intra_op_threads": 2,
+        "fuse": True,
+        "matmul_kernel": "numba",
+    },
+}
+
+
+@pytest.mark.parametrize("dtype_name", ["float32", "float64"])
+def test_nan_bits_are_the_sequential_references_on_every_cpu_path(dtype_name):
+    import warnings
+
+    import numpy as np
+
+    dtype = np.dtype(dtype_name).type
+    graph, fetches, feeds, bits = _nan_graph(dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        reference = _bits_of(graph, fetches, feeds, bits, executor="sequential")
+        for name, config in NAN_PATHS.items():
+            got = _bits_of(graph, fetches, feeds, bits, **config)
+            for index, (want, have) in enumerate(zip(reference, got)):
+                differ = np.flatnonzero(want != have)
+                assert differ.size == 0, (
+                    f"{name}, fetch {index}: {differ.size} values differ, e.g. "
+                    f"{hex(want.ravel()[differ[0]])} != {hex(have.ravel()[differ[0]])}"
+                )
+
+
+def test_nan_bits_under_the_dask_executor_are_the_references():
+    import warnings
+
+    import numpy as np
+
+    pytest.importorskip("distributed")
+    graph, fetches, feeds, bits = _nan_graph(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        reference = _bits_of(graph, fetches, feeds, bits, executor="sequential")
+        got = _bits_of(
+            graph, fetches, feeds, bits, executor="dask", inter_op_threads=2, intra_op_threads=1
+        )
+    for index, (want, have) in enumerate(zip(reference, got)):
+        assert np.array_equal(want, have), f"fetch {index}: NaN bits differ under Dask"

@@ -2,15 +2,23 @@
 
 Broadcasting is handled by the caller through strides: a bias [n] or a scalar is passed as a
 read-only `np.broadcast_to` view of the output's 2-D shape (row stride 0), so one kernel serves
-same-shape, bias and scalar operands. NumPy ufuncs with an `out=` row avoid temporaries.
+same-shape, bias and scalar operands.
+
+Every loop here is a SIMD loop (AVX2: `ymm`; AVX-512 on Zen 4/5: `zmm`; see
+benchmarks/elementwise.py): add, multiply and accumulate the operation and a NaN select
+(`NAN_RULE`: which NaN comes out where IEEE 754 leaves it open), relu a compare and a blend.
+tanh is `kernels.vecmath.tanh_rows` (a polynomial and rational kernel, re-exported here):
+`np.tanh` inside `@njit` would be a scalar call to libm per element.
 """
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from .bounds import check_range
+from .vecmath import tanh_rows
+
+__all__ = ["accumulate_rows", "add_rows", "multiply_rows", "relu_rows", "tanh_rows"]
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -27,18 +35,43 @@ def _check_rows3(a, b, out, row_start, row_stop):
     _check_rows2(b, out, row_start, row_stop)
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _first_nan(a, b, result):
+    """`result` (of a + b or a * b) under the NaN rule of every kernel (see NAN_RULE)."""
+    if result != result:
+        if a != a:
+            return a + a  # a's payload and sign, quieted
+        if b != b:
+            return b + b
+    return result
+
+
+#: Where IEEE 754 leaves the bits open, every CPU kernel (and so every executor and fusion path,
+#: which all run these kernels) gives these: a binary op with NaN operands returns the FIRST NaN
+#: operand, quieted (its sign and payload kept; `a + a` quiets it); an invalid operation on
+#: numbers (inf - inf, 0 * inf) gives the machine's default NaN (x86: the negative quiet NaN).
+#: The hardware leaves the choice to the instruction's operand order, which the compiler may
+#: swap (addition commutes), so NumPy's and Numba's loops differ between code paths (a strided
+#: bias, a vector tail): the rule is enforced with a select after the operation.
+NAN_RULE = "first NaN operand, quieted; the machine's default NaN for invalid operations"
+
+
 @njit(nogil=True, cache=True)
 def add_rows(a, b, out, row_start, row_stop):
     _check_rows3(a, b, out, row_start, row_stop)
     for i in range(row_start, row_stop):
-        np.add(a[i], b[i], out[i])
+        first, second, dst = a[i], b[i], out[i]
+        for j in range(dst.shape[0]):
+            dst[j] = _first_nan(first[j], second[j], first[j] + second[j])
 
 
 @njit(nogil=True, cache=True)
 def multiply_rows(a, b, out, row_start, row_stop):
     _check_rows3(a, b, out, row_start, row_stop)
     for i in range(row_start, row_stop):
-        np.multiply(a[i], b[i], out[i])
+        first, second, dst = a[i], b[i], out[i]
+        for j in range(dst.shape[0]):
+            dst[j] = _first_nan(first[j], second[j], first[j] * second[j])
 
 
 @njit(nogil=True, cache=True)
@@ -46,7 +79,9 @@ def accumulate_rows(out, x, row_start, row_stop):
     """out[r0:r1] += x[r0:r1] (add_n folds its inputs left to right with this)."""
     _check_rows2(x, out, row_start, row_stop)
     for i in range(row_start, row_stop):
-        np.add(out[i], x[i], out[i])
+        src, dst = x[i], out[i]
+        for j in range(dst.shape[0]):
+            dst[j] = _first_nan(dst[j], src[j], dst[j] + src[j])
 
 
 @njit(nogil=True, cache=True)
@@ -59,10 +94,3 @@ def relu_rows(x, out, row_start, row_stop):
             value = src[j]
             # `not value <= 0` keeps NaN as NaN, like np.maximum(x, 0).
             dst[j] = value if not value <= 0 else 0
-
-
-@njit(nogil=True, cache=True)
-def tanh_rows(x, out, row_start, row_stop):
-    _check_rows2(x, out, row_start, row_stop)
-    for i in range(row_start, row_stop):
-        np.tanh(x[i], out[i])

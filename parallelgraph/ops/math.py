@@ -93,26 +93,15 @@ def _same_dtype(inputs: Sequence[Tensor]) -> np.dtype:
 class ElementwiseBinary(ElementwiseOp):
     """out = a (op) b for equal shapes, a bias [n] along the last axis, or a scalar.
 
-    The one-call path (`whole`) is NumPy's ufunc of the same operation: IEEE add and multiply
-    are correctly rounded, so the bits are the kernel's (tests compare them on every shape the
-    builder accepts, infinities, NaN and signed zeros included), and one ufunc call, output
-    included, costs ~0.4 us less than allocating an output and calling the Numba kernel. The
-    scheduler runs steps under `np.errstate(all="ignore")`, so an overflow there says nothing,
-    as the kernels never do.
+    Every path, the one-call path (`whole`) included, runs the same Numba row kernel: it gives
+    the NaN bits `kernels.elementwise.NAN_RULE` defines where IEEE 754 leaves them open, which
+    NumPy's ufunc loops do not (which of two NaN operands comes out depends on their loop: a
+    strided bias, a vector tail), so no executor or fusion path differs from the sequential
+    reference, NaN payloads and signs included.
     """
 
-    #: The NumPy ufunc of the kernel's operation.
+    #: The NumPy ufunc of the kernel's operation (the reference's arithmetic).
     ufunc: ClassVar[Any]
-
-    def whole(self, op: Any) -> Callable[[Arrays], np.ndarray]:
-        if op.shape == ():  # a ufunc of 0-d arrays returns a NumPy scalar, not an array
-            return super().whole(op)
-        ufunc = self.ufunc
-
-        def by_ufunc(args: Arrays) -> np.ndarray:
-            return ufunc(args[0], args[1])
-
-        return by_ufunc
 
     def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
         a, b = inputs
