@@ -2,8 +2,13 @@
 about 100 MB (nested aten:: ops under record_function ranges on two threads), plain and gzip.
 
     python benchmarks/trace_load.py [--mb 100] [--repeats 3]
+    python benchmarks/trace_load.py --doubling [--max-events 1000000] [--repeats 1]
 
-Prints one row per step (median of the repeats, in seconds). Results: benchmarks/RESULTS.md.
+Prints one row per step (median of the repeats, in seconds). `--doubling` prints a doubling
+table instead: files of the same shape from max-events / 64 up to max-events events, each twice
+the one before, one column per measured step (`DOUBLING_STEPS`: a function of the file and its
+loaded Trace that returns seconds) with the ratio to the row before; a linear-time step gives
+about 2.0, and a ratio above `MAX_RATIO` is marked "!". Results: benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -66,11 +71,62 @@ def timed(step, repeats: int) -> float:
     return statistics.median(times)
 
 
+# -- the doubling table -------------------------------------------------------------------------
+
+#: The most a step's time may grow when the events double (linear time gives about 2.0).
+MAX_RATIO = 2.2
+
+
+def write_events(path: Path, count: int) -> int:
+    """A PyTorch-shaped file of about `count` events (two threads, 6 events a layer); returns
+    how many events it holds."""
+    layers = max(1, (count - 2) // 12)
+    events = events_of(1, "net1", 0.0, layers) + events_of(2, "net2", 0.0, layers)
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return len(events)
+
+
+def step_load(path: Path, trace: pg.Trace, repeats: int) -> float:
+    """Trace.load of the file (its events read, nested and frozen)."""
+    return timed(lambda: pg.Trace.load(path).events, repeats)
+
+
+#: The columns of the doubling table: name -> step(path, loaded trace, repeats) -> seconds.
+DOUBLING_STEPS = {"load": step_load}
+
+
+def doubling(max_events: int, repeats: int, rows: int = 7) -> list[tuple[int, dict[str, float]]]:
+    """Each step timed on files of max_events / 2**(rows - 1) ... max_events events; prints the
+    table as it goes and returns (events, {step: seconds}) per row."""
+    names = list(DOUBLING_STEPS)
+    print(f"{'events':>10}" + "".join(f"{name + ' s':>12}{'x':>7}" for name in names))
+    table: list[tuple[int, dict[str, float]]] = []
+    with tempfile.TemporaryDirectory() as folder:
+        for row in range(rows):
+            path = Path(folder) / "doubling.pt.trace.json"
+            count = write_events(path, max_events >> (rows - 1 - row))
+            trace = pg.Trace.load(path)
+            seconds = {name: step(path, trace, repeats) for name, step in DOUBLING_STEPS.items()}
+            cells = []
+            for name in names:
+                ratio = seconds[name] / table[-1][1][name] if table else None
+                mark = "" if ratio is None else f"{ratio:.2f}" + ("!" if ratio > MAX_RATIO else "")
+                cells.append(f"{seconds[name]:>12.3f}{mark:>7}")
+            print(f"{count:>10,}" + "".join(cells), flush=True)
+            table.append((count, seconds))
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=100.0, help="size of the plain JSON file")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--doubling", action="store_true", help="print the doubling table")
+    parser.add_argument("--max-events", type=int, default=1_000_000)
     args = parser.parse_args()
+    if args.doubling:
+        doubling(args.max_events, args.repeats)
+        return
     with tempfile.TemporaryDirectory() as folder:
         plain, packed, count = write_trace(Path(folder), args.mb)
         size = plain.stat().st_size / 1e6

@@ -308,7 +308,8 @@ def command_compare(args: argparse.Namespace) -> int:
     written = save_figure(compare(traces, labels=labels), args.out)
     base = traces[0].makespan_ms
     for label, trace in zip(labels, traces):
-        print(f"{label}: makespan {trace.makespan_ms:.2f} ms (x{base / trace.makespan_ms:.2f})")
+        ratio = f"x{base / trace.makespan_ms:.2f}" if base > 0 and trace.makespan_ms > 0 else "-"
+        print(f"{label}: makespan {trace.makespan_ms:.2f} ms ({ratio})")
     print(f"wrote {written}")
     return 0
 

@@ -73,16 +73,36 @@ def _problem(source: str, index: int, raw: dict[str, Any], message: str) -> Valu
     return ValueError(f"{source}: event {index} has no valid ts/dur: {message} ({_describe(raw)})")
 
 
+#: The largest |ts| or dur in µs: 2**62 ns (146 years), so every time, difference and sum of
+#: two stays an exact int64 and converts to a float (a ts of 1e306 µs would be inf ns).
+MAX_US = (1 << 62) // 1000
+
+
 def _nanoseconds(raw: dict[str, Any], key: str, source: str, index: int) -> int:
     """A µs field as integer ns: ints exactly, floats rounded to the nearest ns."""
     value = raw[key]
     kind = type(value)  # the common cases first: this runs for every event of a big file
-    if kind is float and math.isfinite(value):
+    if kind is float and -MAX_US <= value <= MAX_US:  # (NaN fails both comparisons)
         return round(value * 1000)
-    if kind is int:
+    if kind is int and -MAX_US <= value <= MAX_US:
         return value * 1000
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or (isinstance(value, float) and not math.isfinite(value))
+    ):
         raise _problem(source, index, raw, f"{key!r} must be a number of µs, got {value!r:.40}")
+    if not -MAX_US <= value <= MAX_US:  # an int or a float too large for a trace
+        if isinstance(value, float) or value.bit_length() < 1000:
+            shown = f"{float(value):.3g}"
+        else:  # too large for a float (or for str(), beyond 4300 digits)
+            shown = f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+        raise _problem(
+            source,
+            index,
+            raw,
+            f"{key!r} is {shown} µs, beyond the ±{MAX_US:.3g} µs (146 years) a trace can span",
+        )
     return value * 1000 if isinstance(value, int) else round(value * 1000)
 
 
@@ -107,9 +127,10 @@ def _identity(value: Any) -> Any:
         return value
     if value is None:
         return 0
-    digits = value.strip().lstrip("-") if isinstance(value, str) else ""
+    text = value.strip() if isinstance(value, str) else ""
+    digits = text[1:] if text[:1] == "-" else text  # one sign at most: "--5" stays a name
     if digits.isascii() and digits.isdecimal():
-        return int(value)
+        return int(text)
     return value if isinstance(value, int | str) else str(value)
 
 

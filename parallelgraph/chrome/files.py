@@ -13,18 +13,36 @@ TensorBoard put the file in a folder of their own (`plugins/profile/<run>/<host>
 Every problem is a `ValueError` that starts with the file's path and says what is wrong and
 where: the byte offset of bad UTF-8, the line and column of bad JSON, a gzip stream that ends
 early, nesting too deep to be a trace.
+
+Budgets for untrusted files: a trace's JSON may be at most `max_bytes` bytes (default
+`DEFAULT_MAX_BYTES`, 1 GiB, or the environment variable `PARALLELGRAPH_MAX_TRACE_BYTES`), checked
+against the file's size for plain JSON and while inflating for gzip: gzip is decompressed as a
+stream, a bounded piece at a time, so a small "zip bomb" stops with an error naming the file and
+the limit as soon as its output passes the limit, with memory bounded by the limit. Reading is
+linear in the file's size, also for gzip of many concatenated members (some writers append one
+member per flush; `gzip.decompress` copies the rest of the input per member, quadratic in their
+number: 400,000 members took 119 s, now about a second).
 """
 
 from __future__ import annotations
 
-import gzip
 import json
+import os
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 GZIP_MAGIC = b"\x1f\x8b"
 TRACE_SUFFIXES = (".json", ".json.gz")
+#: The most bytes of JSON a trace file may hold (after decompression) unless raised.
+DEFAULT_MAX_BYTES = 1 << 30
+#: The environment variable that raises (or lowers) that limit, in bytes ("4e9" and "4_000_000"
+#: are read too).
+MAX_BYTES_VARIABLE = "PARALLELGRAPH_MAX_TRACE_BYTES"
+#: Compressed bytes fed to the decompressor at a time, and the most it may return per call:
+#: small input pieces keep the copy Python's zlib makes of a member's unused tail short.
+_FEED = 16 * 1024
+_OUT = 1 << 20
 
 
 def trace_file(path: Path) -> Path:
@@ -42,20 +60,81 @@ def trace_file(path: Path) -> Path:
     raise ValueError(f"{path}: a folder with {len(found)} trace files ({listed}...); name one")
 
 
-def _gunzip(data: bytes, source: str) -> bytes:
-    try:
-        return gzip.decompress(data)
-    except EOFError:
-        partial = zlib.decompressobj(wbits=31).decompress(data)
+def max_bytes_allowed(max_bytes: int | None = None) -> int:
+    """The limit in force: `max_bytes` if given, else $PARALLELGRAPH_MAX_TRACE_BYTES, else the
+    default; a ValueError for a limit that is not a positive number of bytes."""
+    if max_bytes is None:
+        text = os.environ.get(MAX_BYTES_VARIABLE, "").strip()
+        if not text:
+            return DEFAULT_MAX_BYTES
+        try:
+            max_bytes = int(float(text)) if any(c in text for c in ".eE") else int(text)
+        except ValueError:
+            raise ValueError(
+                f"{MAX_BYTES_VARIABLE}={text!r}: not a number of bytes (e.g. 4000000000)"
+            ) from None
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise ValueError(f"max_bytes must be a positive number of bytes, got {max_bytes!r}")
+    return max_bytes
+
+
+def _too_big(source: str, limit: int, what: str) -> ValueError:
+    return ValueError(
+        f"{source}: {what} more than {limit:,} bytes of JSON, the limit for a trace file; if "
+        f"the file is trusted, raise it ({MAX_BYTES_VARIABLE}=<bytes>, or max_bytes=)"
+    )
+
+
+def _gunzip(file: BinaryIO, source: str, limit: int) -> bytearray:
+    """Inflate a gzip file of one or more members as a stream; at most `limit` bytes out."""
+    out = bytearray()
+    inflater = zlib.decompressobj(wbits=31)
+    pending = b""  # compressed bytes read but not given to the inflater yet
+    members = 0
+    started = False  # the current member has begun
+    while True:
+        if not pending:
+            pending = file.read(_FEED)
+            if not pending:
+                break
+        if not started:
+            if not pending.strip(b"\0"):  # zero padding after the last member
+                pending = b""
+                continue
+            if members and len(pending) >= 2 and pending[:2] != GZIP_MAGIC:
+                raise ValueError(
+                    f"{source}: not a valid gzip file (bytes after gzip member {members} are "
+                    "not another member)"
+                )
+            started = True
+        data = pending
+        while True:  # at most _OUT bytes per call, so memory stays within limit + _OUT
+            try:
+                piece = inflater.decompress(data, _OUT)
+            except zlib.error as problem:
+                raise ValueError(f"{source}: not a valid gzip file ({problem})") from None
+            out += piece
+            if len(out) > limit:
+                raise _too_big(source, limit, "decompresses to")
+            if inflater.eof or (not inflater.unconsumed_tail and len(piece) < _OUT):
+                break
+            data = inflater.unconsumed_tail
+        if inflater.eof:
+            members += 1
+            pending = inflater.unused_data
+            inflater = zlib.decompressobj(wbits=31)
+            started = False
+        else:
+            pending = b""
+    if started:
         raise ValueError(
             f"{source}: the gzip stream ends early (the file is truncated after "
-            f"{len(partial):,} bytes of JSON)"
-        ) from None
-    except (OSError, zlib.error) as problem:
-        raise ValueError(f"{source}: not a valid gzip file ({problem})") from None
+            f"{len(out):,} bytes of JSON)"
+        )
+    return out
 
 
-def _text(data: bytes, source: str) -> str:
+def _text(data: bytes | bytearray, source: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as problem:
@@ -83,16 +162,29 @@ def parse_json(text: str, source: str) -> Any:
             f"{source}: not valid JSON at line {problem.lineno}, column {problem.colno} "
             f"({problem.msg}); is the file truncated?"
         ) from None
+    except ValueError as problem:  # an integer of more than 4300 digits, and the like
+        raise ValueError(f"{source}: not a trace's JSON: {str(problem).split(';')[0]}") from None
 
 
-def read_json(path: str | Path) -> tuple[Any, str]:
+def read_json(path: str | Path, max_bytes: int | None = None) -> tuple[Any, str]:
     """The parsed JSON of a trace file (or of the one trace file in a folder), and its path as
-    text for messages; ValueError naming the file for anything that is not a trace's JSON."""
+    text for messages; ValueError naming the file for anything that is not a trace's JSON, or
+    for more than `max_bytes` bytes of JSON (see `max_bytes_allowed`)."""
+    limit = max_bytes_allowed(max_bytes)
     path = trace_file(Path(path))
     source = str(path)
-    data = path.read_bytes()
-    if data[:2] == GZIP_MAGIC:
-        data = _gunzip(data, source)
+    with open(path, "rb") as file:
+        head = file.read(2)
+        file.seek(0)
+        if head == GZIP_MAGIC:
+            data: bytes | bytearray = _gunzip(file, source, limit)
+        else:
+            size = os.fstat(file.fileno()).st_size
+            if size > limit:
+                raise _too_big(source, limit, f"holds {size:,} bytes,")
+            data = file.read(limit + 1)
+            if len(data) > limit:  # a file growing while read, or no size to tell
+                raise _too_big(source, limit, "holds")
     if not data.strip():
         raise ValueError(f"{source}: the file is empty")
     return parse_json(_text(data, source), source), source
