@@ -14,6 +14,13 @@ The file is XLA's profiler converted to trace events: processes "/host:CPU" (and
   `ExecuteHelper...`), thread-pool markers (`ThreadpoolListener::*`, "end: ..." events).
 - **lanes**: "cpu/<thread>" with XLA's hash cut off ("cpu/XLAPjRtCpuClient", "cpu/XLAEigen 2"),
   "gpu:<n>/stream:<k>" for GPU streams.
+- **devices**: a host op's `device` is "cpu:<n>" from its `args.device_ordinal` (with
+  `XLA_FLAGS=--xla_force_host_platform_device_count=2` the host is two devices, and any
+  XLAPjRtCpuClient thread runs the ops of either: a lane is a thread, not a device), so
+  "device:cpu:1" selects a device's ops and a run on two devices compares them by default; a
+  device process's ops are on "gpu:<n>".
+- **program order**: none. The thunk executor runs a program's ops by their dependencies, and
+  any client thread may pick up the next one; the file records no inputs.
 """
 
 from __future__ import annotations
@@ -28,10 +35,12 @@ from .base import Converted, Draft, Knobs, Producer, skipped_note, thread_labels
 KNOBS = Knobs(
     tool="JAX",
     inter_op=(
-        "XLA schedules a jitted program's ops itself: keep both branches in one jax.jit, and to "
-        "run them side by side on the CPU give each its own device "
-        "(XLA_FLAGS=--xla_force_host_platform_device_count=2, then jax.pmap or sharding over "
-        "jax.devices())."
+        "XLA schedules a jitted program's ops itself; to run two branches side by side on the "
+        "CPU give each its own device (XLA_FLAGS=--xla_force_host_platform_device_count=2 set "
+        "before JAX starts, then each branch's inputs on its own device with jax.device_put, or "
+        "jax.pmap or sharding over jax.devices()). XLA's own intra-op threads (XLAEigen, whose "
+        "work this trace does not show as ops) may already keep the cores busy, so time the "
+        "step both ways before keeping it."
     ),
     intra_op=(
         "bigger ops: XLA's CPU ops split themselves over its intra-op threads (the XLAEigen "
@@ -44,6 +53,11 @@ KNOBS = Knobs(
     one_at_a_time="one op at a time (XLA's CPU runtime ran this program's ops one after another)",
     bigger_ops=(
         "bigger ops (batch the work with jax.vmap): tiny ops cost more to dispatch than to run."
+    ),
+    experiment=(
+        "run the step once with XLA_FLAGS=--xla_force_host_platform_device_count=2 set before "
+        "JAX starts and each branch's inputs on its own device (jax.device_put to "
+        "jax.devices()[0] and [1]), and compare the step time with the one-device run."
     ),
 )
 
@@ -94,7 +108,9 @@ def convert(document: Document) -> Converted:
     for piece in kept:
         device_match = devices.get(piece.thread[0])
         if device_match is None:
-            device, lane = "cpu", f"cpu/{labels[piece.thread]}"
+            ordinal = piece.args.get("device_ordinal")
+            device = f"cpu:{ordinal}" if str(ordinal).isdigit() else "cpu"
+            lane = f"cpu/{labels[piece.thread]}"
         else:
             device = f"{device_match.group(1).lower()}:{device_match.group(2)}"
             thread = document.thread_names.get(piece.thread, str(piece.thread[1]))

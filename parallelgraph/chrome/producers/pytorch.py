@@ -9,21 +9,39 @@
   labels the user wrote come first, then the modules, so its scope is
   "net1/Sequential_0/Linear_0" even when a module encloses the label. A GPU event outside any
   range takes the scope of the runtime call that launched it.
+  `torch.compile`'s "## Call CompiledFxGraph <hash> ##" range is a scope named by the compiled
+  region that holds it ("Torch-Compiled Region: 0/0" -> "compiled_0_0"), never by the hash.
+  A `torch.jit.fork` task without a label inside (`<forked function>` on a pool thread) is
+  scope "fork1", "fork2".. in the order its caller's forks started.
+- **roles**: the caller of `torch.jit.fork` — the outermost op on a thread while `<forked
+  function>` tasks it launched start on other threads (the TorchScript function, e.g.
+  "forked_two_branch"), and `aten::wait` — is *waiting*: its thread holds the span while the
+  pool does the work (ops nested in it on its own thread stay work). `torch.compile`'s
+  compilation (the "dynamo" event, "entire_frame_compile", "... (dynamo_timed)" and everything
+  inside them, fake-tensor ops of tracing included) is *setup*.
 - **the profiler's own events** are left out, and a note says how many: `ProfilerStep#N`
   ranges, Python frames (`python_function`, from `with_stack=True`), `overhead`, the profiler's
-  "Trace" spans and instant events.
+  "Trace" spans, dynamo's "<event>_data: ..." markers and instant events (`[memory]` from
+  `profile_memory=True` among them).
 - **lanes**: "cpu/<thread>" named from the file's thread names ("python", "PTThreadPool" for
   the inter-op pool that runs `torch.jit.fork` tasks; the tid is added where names repeat),
   "cpu:<pid>/<thread>" with several processes; GPU events on "gpu:<device>/stream/<stream>".
+  Kineto names a pool thread twice ("PTThreadPool", then "python"): the specific name wins.
+- **program order**: the threads named "python" (the calling threads of eager PyTorch) ran
+  their ops in program order; the pool threads run independent tasks.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import re
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
-from ..document import Document, Slice
+from ...trace import EventRole
+from ..document import Document, Slice, Thread
 from .base import (
     Converted,
     Draft,
@@ -41,6 +59,15 @@ OWN = frozenset({"python_function", "overhead", "Trace", "cuda_profiler_range"})
 LAUNCHES = frozenset({"cuda_runtime", "cuda_driver"})
 CATEGORIES = GPU | SCOPES | LAUNCHES | {"cpu_op"}
 MODULE_PREFIX = "nn.Module: "
+FORKED = "<forked function>"  # a torch.jit.fork task, on an inter-op pool thread
+WAITS = frozenset({"aten::wait", "prim::wait"})  # torch.jit.wait, where it is recorded
+_COMPILED_GRAPH = re.compile(r"^## Call CompiledFxGraph (\S+) ##$")
+_COMPILED_REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)$")
+_DYNAMO_DATA = re.compile(r"^\S+_data: ")  # dynamo's metadata markers ("dynamo_data: ...")
+#: torch.compile's compilation, as dynamo records it (dynamo_timed and its outer events)
+COMPILE_EVENTS = frozenset({"dynamo", "entire_frame_compile"})
+_GENERIC_THREAD = "python"
+_GENERATED_THREAD = re.compile(r"^thread (\d+) \((.+)\)$")  # Kineto: "thread 5141 (python)"
 
 KNOBS = Knobs(
     tool="PyTorch",
@@ -55,10 +82,19 @@ KNOBS = Knobs(
         "give each branch its own torch.cuda.Stream (with torch.cuda.stream(s): ...) and "
         "join them with torch.cuda.current_stream().wait_stream(s) before combining results."
     ),
-    one_at_a_time="one thread (eager PyTorch runs ops one after another on the calling thread)",
+    one_at_a_time=(
+        "one thread at a time (eager PyTorch runs ops one after another on the calling "
+        "thread; torch.jit.fork tasks queue for the inter-op pool, "
+        "torch.get_num_interop_threads() threads)"
+    ),
     bigger_ops=(
         "make ops bigger (batch the work) or fuse them (torch.compile): tiny ops cost more "
         "to dispatch than to run."
+    ),
+    experiment=(
+        "run the step once with torch.set_num_interop_threads(2) called first (the branches "
+        "forked with torch.jit.fork) and once with torch.set_num_threads(2), each in its own "
+        "process, and compare the step times."
     ),
 )
 
@@ -68,9 +104,107 @@ def detect(document: Document) -> bool:
 
 
 def _is_scope(piece: Slice) -> bool:
+    if _COMPILED_GRAPH.match(piece.name):  # a user_annotation or a cpu_op, by version
+        return True
     if piece.cat in SCOPES:
-        return not piece.name.startswith("ProfilerStep#")
+        return not piece.name.startswith("ProfilerStep#") and not _DYNAMO_DATA.match(piece.name)
     return piece.cat == "python_function" and piece.name.startswith(MODULE_PREFIX)
+
+
+def _label(name: str) -> str:
+    """Kineto's generated "thread 5141 (PTThreadPool)" -> "PTThreadPool"."""
+    generated = _GENERATED_THREAD.match(name)
+    return (generated.group(2) if generated else name).strip()
+
+
+def _specific_names(document: Document) -> dict[Thread, str]:
+    """Each thread's name, the specific one where the file gives several: Kineto names a pool
+    thread "PTThreadPool" and later "python" — the pool's name is the one that says what it
+    is."""
+    names = dict(document.thread_names)
+    for thread, given in document.thread_name_list.items():
+        specific = [name for name in given if _label(name) not in ("", _GENERIC_THREAD)]
+        if specific:
+            names[thread] = specific[-1]
+    return names
+
+
+def _innermost(pieces: Iterable[Slice], ranges: Iterable[Slice]) -> dict[int, Slice]:
+    """Slice index -> the innermost of `ranges` around it on its thread (itself included)."""
+    by_thread: dict[Thread, list[tuple[int, int, int, Slice]]] = defaultdict(list)
+    for kind, slices in ((0, ranges), (1, pieces)):
+        for piece in slices:
+            by_thread[piece.thread].append((piece.start, -piece.end, kind, piece))
+    found: dict[int, Slice] = {}
+    for entries in by_thread.values():
+        entries.sort(key=lambda entry: entry[:3])
+        stack: list[Slice] = []
+        for _, _, kind, piece in entries:
+            while stack and stack[-1].end < piece.end:
+                stack.pop()
+            if kind == 0:
+                stack.append(piece)
+            elif stack:
+                found[piece.index] = stack[-1]
+    return found
+
+
+def _outermost(pieces: Iterable[Slice]) -> list[Slice]:
+    """The pieces not inside another one on their thread."""
+    out: list[Slice] = []
+    ends: dict[Thread, int] = {}
+    for piece in sorted(pieces, key=lambda p: (p.start, -p.end)):
+        if piece.start < ends.get(piece.thread, -1) or (
+            piece.start == ends.get(piece.thread, -1) and piece.end == piece.start
+        ):
+            continue
+        out.append(piece)
+        ends[piece.thread] = max(ends.get(piece.thread, -1), piece.end)
+    return out
+
+
+def _fork_callers(kept: list[Slice]) -> dict[int, list[Slice]]:
+    """The callers of torch.jit.fork: slice index of the outermost op on a thread during which
+    `<forked function>` tasks started on other threads of its process -> those tasks, in the
+    order they started."""
+    tasks = sorted((p for p in kept if p.name == FORKED), key=lambda p: p.start)
+    if not tasks:
+        return {}
+    callers: dict[int, list[Slice]] = {}
+    for piece in _outermost(kept):
+        if piece.name == FORKED:
+            continue
+        launched = [
+            task
+            for task in tasks
+            if task.thread[0] == piece.thread[0]
+            and task.thread != piece.thread
+            and piece.start <= task.start < piece.end
+        ]
+        if launched:
+            callers[piece.index] = launched
+    return callers
+
+
+def _compiled_names(ranges: list[Slice], kept: list[Slice]) -> dict[str, str]:
+    """ "## Call CompiledFxGraph <hash> ##" -> a readable scope: the compiled region around it
+    ("Torch-Compiled Region: 0/0" -> "compiled_0_0"), else "compiled_<n>" by first call."""
+    graphs = [r for r in ranges if _COMPILED_GRAPH.match(r.name)]
+    if not graphs:
+        return {}
+    regions = [p for p in kept if _COMPILED_REGION.match(p.name)]
+    around = _innermost(graphs, regions)
+    names: dict[str, str] = {}
+    for graph in sorted(graphs, key=lambda g: g.start):
+        if graph.name in names:
+            continue
+        region = around.get(graph.index)
+        match = _COMPILED_REGION.match(region.name) if region is not None else None
+        if match:
+            names[graph.name] = f"compiled_{match.group(1)}_{match.group(2)}"
+        else:
+            names[graph.name] = f"compiled_{len(names) + 1}"
+    return names
 
 
 @functools.lru_cache(maxsize=65536)
@@ -100,7 +234,8 @@ def convert(document: Document) -> Converted:
         if _is_scope(piece):
             ranges.append(piece)
         elif piece.cat in OWN or piece.cat in SCOPES:
-            skipped[piece.name if piece.cat in SCOPES else piece.cat] += 1
+            key = piece.name if piece.cat in SCOPES else piece.cat
+            skipped[key.split(":", 1)[0] + ": ..." if _DYNAMO_DATA.match(key) else key] += 1
         else:
             kept.append(piece)
     if skipped:
@@ -108,13 +243,27 @@ def convert(document: Document) -> Converted:
             skipped_note(skipped, "the profiler's own steps, Python frames and spans are not ops")
         )
     scopes = enclosing_names(kept, ranges)
+    readable = _compiled_names(ranges, kept)
+    compiling = _innermost(
+        kept,
+        [p for p in kept if p.name in COMPILE_EVENTS or p.name.endswith(" (dynamo_timed)")],
+    )
+    callers = _fork_callers(kept)
+    fork_scope = _fork_scopes(kept, ranges, callers)
     cpu_threads = {piece.thread for piece in kept if piece.thread[0] not in gpu_pids}
-    labels = thread_labels(document, cpu_threads)
+    named = dataclasses.replace(document, thread_names=_specific_names(document))
+    labels = thread_labels(named, cpu_threads)
     several = len({pid for pid, _ in cpu_threads}) > 1
     lanes = {
         thread: f"cpu:{thread[0]}/{label}" if several else f"cpu/{label}"
         for thread, label in labels.items()
     }
+    generic = {
+        thread
+        for thread in cpu_threads
+        if _label(named.thread_names.get(thread, _GENERIC_THREAD)) == _GENERIC_THREAD
+    }
+    converted.program_order = {lanes[thread] for thread in generic}
     launches: dict[Any, Draft] = {}
     on_gpu: list[tuple[Draft, Any]] = []
     for piece in kept:
@@ -125,11 +274,13 @@ def convert(document: Document) -> Converted:
         else:
             device, lane = "cpu", lanes[piece.thread]
         cat = piece.cat
+        around = tuple(readable.get(name, name) for name in scopes[piece.index])
+        scope = _scope(around) or fork_scope.get(piece.index, "")
         draft = converted.add(
             Draft(
                 piece.name,
                 piece.name if cat in ("cpu_op", "") else cat,
-                _scope(tuple(scopes[piece.index])),
+                scope,
                 device,
                 "copy" if cat == "gpu_memcpy" else "op",
                 lane,
@@ -138,6 +289,7 @@ def convert(document: Document) -> Converted:
                 0,
                 integer(piece.args.get("bytes")),
                 shapes=_shapes(piece.args.get("Input Dims")),
+                role=_role(piece, callers, compiling),
             ),
             piece,
         )
@@ -152,6 +304,34 @@ def convert(document: Document) -> Converted:
             converted.edges.append((launch, draft))
             draft.scope = draft.scope or launch.scope
     return converted
+
+
+def _role(piece: Slice, callers: dict[int, list[Slice]], compiling: dict[int, Slice]) -> EventRole:
+    if piece.index in compiling:
+        return EventRole.SETUP
+    if piece.index in callers or piece.name in WAITS:
+        return EventRole.WAITING
+    return EventRole.WORK
+
+
+def _fork_scopes(
+    kept: list[Slice], ranges: list[Slice], callers: dict[int, list[Slice]]
+) -> dict[int, str]:
+    """Slice index -> "fork1", "fork2".. for the forked tasks (and the ops inside them) that
+    hold no label of their own: the n-th task its caller's forks started."""
+    tasks = {task.index: task for launched in callers.values() for task in launched}
+    if not tasks:
+        return {}
+    labels = [r for r in ranges if r.cat in SCOPES]
+    labelled = {task.index for task in _innermost(labels, tasks.values()).values()}
+    order = {
+        task.index: f"fork{n}"
+        for launched in callers.values()
+        for n, task in enumerate(launched, 1)
+        if task.index not in labelled
+    }
+    inside = _innermost(kept, [tasks[i] for i in order])
+    return {index: order[task.index] for index, task in inside.items()}
 
 
 PRODUCER = Producer("pytorch", detect, convert, KNOBS)
