@@ -1,0 +1,207 @@
+"""The vectorized elementwise kernels (kernels.vecmath, kernels.elementwise): accuracy within
+the stated ulp bound on a dense sweep, the special values, and the same bits however the rows
+are split, laid out or threaded.
+
+The accuracy proof for float32 tanh is exhaustive (every one of the 2**32 inputs) and takes
+minutes, so it runs only with PG_EXHAUSTIVE=1; the sweep here samples every exponent densely.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import parallelgraph as pg
+from parallelgraph.kernels import elementwise, vecmath
+
+DTYPES = [np.float32, np.float64]
+MANTISSA = {np.float32: 23, np.float64: 52}
+SMALLEST = {np.float32: -149, np.float64: -1074}
+EXTENDED = np.finfo(np.longdouble).nmant >= 63  # x86's 80-bit long double
+
+
+def ulp_error(value: np.ndarray, exact: np.ndarray, dtype) -> np.ndarray:
+    """|value - exact| in units of the last place of `dtype` at `exact` (exact in a wider type)."""
+    _, exponent = np.frexp(exact)
+    ulp = np.ldexp(np.ones_like(exact), np.maximum(exponent - 1 - MANTISSA[dtype], SMALLEST[dtype]))
+    return np.abs(value.astype(exact.dtype) - exact) / ulp
+
+
+def tanh_of(x: np.ndarray) -> np.ndarray:
+    out = np.empty_like(x)
+    vecmath.tanh_rows(x.reshape(1, -1), out.reshape(1, -1), 0, 1)
+    return out
+
+
+def exact_tanh(x: np.ndarray) -> np.ndarray:
+    """float32: the float64 tanh (exact to 2**-29 float32 ulp); float64: long double's."""
+    return np.tanh(x.astype(np.float64 if x.dtype == np.float32 else np.longdouble))
+
+
+def sweep(dtype) -> np.ndarray:
+    """Positive finite inputs of every exponent (bit patterns at a fixed stride), and every
+    input around the two places where the kernels switch methods (0.625 and the clamp)."""
+    bits = np.int32 if dtype == np.float32 else np.int64
+    infinity = np.array(np.inf, dtype).view(bits)
+    strided = np.arange(0, infinity, infinity // 2_000_000, dtype=bits)
+    edges = np.array([0.625, 9.0 if dtype == np.float32 else 19.0], dtype).view(bits)
+    window = np.arange(-(1 << 17), 1 << 17, dtype=bits)
+    return np.concatenate([strided, edges[0] + window, edges[1] + window]).view(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tanh_is_within_its_ulp_bound_on_a_dense_sweep(dtype):
+    if dtype == np.float64 and not EXTENDED:
+        pytest.skip("needs an extended long double for the float64 reference")
+    x = sweep(dtype)
+    for signed in (x, -x):
+        error = ulp_error(tanh_of(signed), exact_tanh(signed), dtype)
+        assert error.max() <= vecmath.ULP_BOUND[np.dtype(dtype).name], signed[np.argmax(error)]
+
+
+@pytest.mark.skipif(not os.environ.get("PG_EXHAUSTIVE"), reason="minutes; PG_EXHAUSTIVE=1 runs it")
+def test_float32_tanh_exhaustively():
+    worst = 0.0
+    for start in range(0, 1 << 31, 1 << 24):  # the non-negative half; the sign is exact
+        x = np.arange(start, start + (1 << 24), dtype=np.uint32).view(np.float32)
+        value = tanh_of(x)
+        finite = np.isfinite(x)
+        worst = max(worst, ulp_error(value[finite], exact_tanh(x[finite]), np.float32).max())
+        np.testing.assert_array_equal(np.isnan(value), np.isnan(x))
+        assert tanh_of(-x).tobytes() == (-value).tobytes()
+    assert worst <= vecmath.ULP_BOUND["float32"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tanh_special_values(dtype):
+    info = np.finfo(dtype)
+    below = 2.0**-14 if dtype == np.float32 else 2.0**-28  # x**3 / 3 is under half an ulp
+    tiny = np.array([info.smallest_subnormal, info.smallest_normal, 1e-30, below], dtype)
+    x = np.array([0.0, -0.0, np.inf, -np.inf, info.max, -info.max, 30.0, -30.0], dtype)
+    value = tanh_of(x)
+    assert value.tobytes() == np.array([0.0, -0.0, 1, -1, 1, -1, 1, -1], dtype).tobytes()
+    # tanh x = x - x**3/3 + ...: x itself to the last bit
+    assert tanh_of(tiny).tobytes() == tiny.tobytes()
+    assert tanh_of(-tiny).tobytes() == (-tiny).tobytes()
+    nans = np.array([np.nan, -np.nan, np.inf - np.inf], dtype)
+    assert np.isnan(tanh_of(nans)).all()
+    assert np.all(np.abs(tanh_of(sweep(dtype)[::7])) <= 1)
+
+
+def mixed_values(shape, dtype, seed=0) -> np.ndarray:
+    """Values that take every path of every kernel: both tanh methods, the clamp, tiny ones,
+    signed zeros, infinities and NaN."""
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal(shape) * np.exp(rng.uniform(-12, 3.5, shape))
+    flat = values.reshape(-1)
+    special = [np.nan, 0.0, -0.0, np.inf, -np.inf, 1e-45, 0.625, -0.625, 9.5, 25.0]
+    flat[: min(flat.size, len(special))] = special[: flat.size]
+    rng.shuffle(flat)
+    return values.astype(dtype)
+
+
+KERNELS = {
+    "tanh": (elementwise.tanh_rows, 1),
+    "relu": (elementwise.relu_rows, 1),
+    "add": (elementwise.add_rows, 2),
+    "multiply": (elementwise.multiply_rows, 2),
+}
+
+
+def run_kernel(name, operands, ranges):
+    kernel, _ = KERNELS[name]
+    out = np.full(operands[0].shape, np.nan, operands[0].dtype)
+    for start, stop in ranges:
+        kernel(*operands, out, start, stop)
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(KERNELS))
+@pytest.mark.parametrize("width", [1, 3, 7, 8, 9, 17, 31, 64, 65, 127, 513])
+def test_the_bits_do_not_depend_on_how_the_rows_are_split(name, width, dtype):
+    """One call on all rows, each row alone, odd row blocks, one long row, one element per row
+    (all scalar remainder), unaligned and strided views: the same bits."""
+    rows = 13
+    arity = KERNELS[name][1]
+    operands = [mixed_values((rows, width), dtype, seed) for seed in range(arity)]
+    whole = run_kernel(name, operands, [(0, rows)])
+    one_by_one = run_kernel(name, operands, [(r, r + 1) for r in range(rows)])
+    blocks = run_kernel(name, operands, [(0, 5), (5, 6), (6, 13)])
+    assert whole.tobytes() == one_by_one.tobytes() == blocks.tobytes()
+    long_row = run_kernel(name, [x.reshape(1, -1) for x in operands], [(0, 1)])
+    column = run_kernel(name, [x.reshape(-1, 1) for x in operands], [(0, rows * width)])
+    assert long_row.tobytes() == whole.tobytes() == column.tobytes()
+    unaligned = []
+    for x in operands:
+        raw = np.zeros(x.nbytes + 1, np.uint8)[1:]
+        view = raw.view(dtype).reshape(x.shape)
+        view[...] = x
+        unaligned.append(view)
+    assert run_kernel(name, unaligned, [(0, rows)]).tobytes() == whole.tobytes()
+    strided = []
+    for x in operands:
+        wide = np.zeros((rows, 2 * width), dtype)
+        wide[:, 1::2] = x
+        strided.append(wide[:, 1::2])
+    assert run_kernel(name, strided, [(0, rows)]).tobytes() == whole.tobytes()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_relu_keeps_nan_and_zeroes_the_rest_below_zero(dtype):
+    x = np.array([[np.nan, -np.inf, -1.0, -0.0, 0.0, 1e-45, 2.5, np.inf]], dtype)
+    out = np.empty_like(x)
+    elementwise.relu_rows(x, out, 0, 1)
+    assert np.isnan(out[0, 0])
+    assert out[0, 1:].tobytes() == np.array([0, 0, 0, 0, 1e-45, 2.5, np.inf], dtype).tobytes()
+
+
+def tanh_relu_graph(dtype):
+    graph = pg.Graph("elementwise")
+    with graph.as_default():
+        x = pg.constant(mixed_values((301, 77), dtype))
+        y = pg.relu(pg.tanh(x) * 3.0 + pg.tanh(pg.tanh(x)))
+    return graph, y
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_same_bits_on_every_thread_count(dtype, many_shards):
+    graph, y = tanh_relu_graph(dtype)
+    with pg.Session(graph, pg.Config(executor="sequential")) as session:
+        reference = session.run(y)
+    for inter, intra in [(1, 1), (2, 1), (1, 3), (2, 2)]:
+        with pg.Session(
+            graph, pg.Config(inter_op_threads=inter, intra_op_threads=intra)
+        ) as session:
+            assert len(session.plan_for(y).steps[-1].shards) > 1
+            assert session.run(y).tobytes() == reference.tobytes()
+
+
+_VECTOR_CHECK = """
+import re
+import numpy as np
+from parallelgraph.kernels import vecmath
+for dtype, kind in ((np.float32, "float"), (np.float64, "double")):
+    x = np.ones((2, 3), dtype)
+    vecmath.tanh_rows(x, x.copy(), 0, 2)
+    ir = vecmath.tanh_rows.inspect_llvm(vecmath.tanh_rows.signatures[-1])
+    widths = [int(w) for w in re.findall(r"fdiv <(\\d+) x " + kind + ">", ir)]
+    print(kind, max(widths, default=0))
+"""
+
+
+def test_tanh_compiles_to_a_vector_loop(tmp_path):
+    """The division (and with it the whole body) is done on vectors of at least 4 lanes: LLVM
+    vectorized the loop. In a fresh process with an empty cache: cached code cannot be shown."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    result = subprocess.run(
+        [sys.executable, "-c", _VECTOR_CHECK], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    lanes = dict(line.split() for line in result.stdout.splitlines())
+    assert set(lanes) == {"float", "double"}
+    assert all(int(count) >= 4 for count in lanes.values()), lanes
