@@ -288,3 +288,59 @@ def test_nan_bits_under_the_dask_executor_are_the_references():
         )
     for index, (want, have) in enumerate(zip(reference, got)):
         assert np.array_equal(want, have), f"fetch {index}: NaN bits differ under Dask"
+
+
+# -- dependency cycles --------------------------------------------------------------------------
+
+
+def _cyclic_trace():
+    from parallelgraph.trace import Trace, TraceEvent
+
+    def op(name, lane, start, inputs):
+        return TraceEvent(name, "x", "", "cpu:0", "op", lane, start, start + 10, inputs=inputs)
+
+    return Trace(
+        [
+            op("a", "inter-op/0", 0, ("c",)),
+            op("b", "inter-op/1", 10, ("a",)),
+            op("c", "inter-op/0", 20, ("b",)),
+            op("d", "inter-op/1", 30, ("c",)),
+        ]
+    )
+
+
+def test_find_cycle_names_the_ops_of_a_cycle_in_dependency_order():
+    from parallelgraph.analysis import outermost_inputs
+    from parallelgraph.cycles import find_cycle, require_acyclic
+
+    trace = _cyclic_trace()
+    for ops in (trace.ops(), outermost_inputs(trace, program_order=True)):
+        cycle = find_cycle(ops)
+        assert cycle is not None and sorted(cycle) == ["a", "b", "c"]
+        # each consumes the one before it, the first the last
+        inputs = {e.name: e.inputs for e in trace.ops()}
+        assert all(cycle[i - 1] in inputs[cycle[i]] for i in range(len(cycle)))
+    assert find_cycle({"x": ["x"]}) == ["x"]
+    assert find_cycle({"x": ["y", "not-an-op"], "y": []}) is None
+    with pytest.raises(ValueError, match=r"simulate\(\): .* cycle of 3 op\(s\): (\w -> ){3}\w"):
+        require_acyclic(trace.ops())
+
+
+def test_find_cycle_is_linear_and_needs_no_recursion_on_a_long_chain():
+    from parallelgraph.cycles import describe_cycle, find_cycle
+
+    n = 200_000
+    chain = {f"op{i}": [f"op{i - 1}"] if i else [] for i in range(n)}
+    start = time.perf_counter()
+    assert find_cycle(chain) is None
+    chain["op0"] = [f"op{n - 1}"]
+    cycle = find_cycle(chain)
+    assert time.perf_counter() - start < 10
+    assert cycle is not None and len(cycle) == n
+    assert describe_cycle(cycle).count("->") == 9  # 8 names, "...", back to the first
+
+
+@pytest.mark.xfail(strict=True, reason="needs require_acyclic called in replay.simulate (lead)")
+def test_simulate_of_a_cyclic_trace_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"cycle of 3 op\(s\)"):
+        pg.simulate(_cyclic_trace())
