@@ -195,7 +195,10 @@ def test_fork_at_inter_op_1_waits_on_the_main_thread_and_runs_one_task_at_a_time
     effects = MANIFEST[FORK1]["measured_effects"]
     assert effects["helped"] == "torch.set_num_interop_threads(2)"
     assert "set_num_interop_threads(2)" in report.suggestion
-    assert "set_num_threads(" not in report.suggestion  # it did not help (see MANIFEST)
+    intra2 = next(s for s in effects["settings"] if s["worker"] == "fork_inter1_intra2")
+    inter1 = next(s for s in effects["settings"] if s["worker"] == "fork_inter1")
+    if intra2["median"] > 0.95 * inter1["median"]:  # it did not help this program
+        assert "set_num_threads(" not in report.suggestion
 
 
 def test_fork_without_labels_names_the_tasks_in_fork_order():
@@ -239,8 +242,9 @@ def test_replaying_the_inter_op_1_fork_with_two_threads_predicts_torchs_inter_op
     control = max(machine["control_before"], machine["control_after"])
     if predicted.makespan_ms != pytest.approx(measured, rel=0.15) and control > 0.7:
         pytest.xfail(
-            f"the inter-op 2 median was measured while the shared 2-core VM had about one free "
-            f"core (control {control}, 1.0 = one core): the replay assumes two"
+            f"the inter-op 2 median was measured while the shared 2-core VM had less than two "
+            f"free cores (control {control}: 0.5 = two, 1.0 = one), and two matmuls at once on "
+            "its two vCPUs run slower than alone; the replay assumes two free cores"
         )
     assert predicted.makespan_ms == pytest.approx(measured, rel=0.15)
 
@@ -252,6 +256,17 @@ def test_the_main_thread_of_eager_pytorch_runs_in_program_order():
     assert all(e.after == before.name for before, e in itertools.pairwise(ops))
     # so the critical path is the whole thread, and the replay cannot reorder it
     assert trace.lower_bound(2) == pytest.approx(trace.work(), rel=1e-6)
+
+
+@pytest.mark.parametrize("name", ["torch2_schedule_memory.json", "torch2_compile.json"])
+def test_one_thread_at_a_time_advice_matches_what_was_measured(name):
+    """Eager and compiled ran one op at a time on one thread: the advice is faster ops on the
+    critical path with torch.set_num_threads, which the measurement says helped them."""
+    report = load(name).explain()
+    effects = MANIFEST[name]["measured_effects"]
+    medians = {s["worker"]: s["median"] for s in effects["settings"]}
+    if medians["eager_intra2"] <= 0.95 * medians["eager_intra1"]:
+        assert "torch.set_num_threads(N)" in report.suggestion
 
 
 def test_pool_threads_are_not_program_order():
