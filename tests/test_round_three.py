@@ -344,3 +344,92 @@ def test_find_cycle_is_linear_and_needs_no_recursion_on_a_long_chain():
 def test_simulate_of_a_cyclic_trace_is_a_clear_error():
     with pytest.raises(ValueError, match=r"cycle of 3 op\(s\)"):
         pg.simulate(_cyclic_trace())
+
+
+# -- a read-only install --------------------------------------------------------------------------
+
+READ_ONLY_RUN = textwrap.dedent(
+    """
+    import warnings
+    warnings.simplefilter("always")
+    import numpy as np
+    import parallelgraph as pg
+    from parallelgraph import numba_cache
+
+    graph = pg.Graph()
+    with graph.as_default():
+        x = pg.constant(np.ones((4, 4), np.float32))
+        y = pg.tanh(pg.add(pg.matmul(x, x), x))
+    with pg.Session(graph, pg.Config(inter_op_threads=2)) as session:
+        value = session.run(y)
+    print("file", pg.__file__)
+    print("mode", numba_cache.state["mode"], numba_cache.state["folder"])
+    print("value", float(value[0, 0]))
+    """
+)
+
+
+def _read_only_copy(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A copy of the package that nobody can write into, and an environment whose home has no
+    writable cache: for root too, whom permissions do not stop, every `__pycache__` is a file
+    and the home is below a file."""
+    import os
+    import shutil
+    import stat
+
+    site = tmp_path / "site"
+    shutil.copytree(
+        ROOT / "parallelgraph", site / "parallelgraph", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    for folder, _, _ in os.walk(site / "parallelgraph"):
+        (Path(folder) / "__pycache__").write_text("not a folder")
+    for path in sorted(site.rglob("*"), reverse=True):
+        path.chmod(stat.S_IMODE(path.stat().st_mode) & ~0o222)
+    blocker = tmp_path / "home-is-a-file"
+    blocker.write_text("")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    environment = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")},
+        "PYTHONPATH": str(site),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "HOME": str(blocker / "home"),
+        "XDG_CACHE_HOME": str(blocker / "cache"),
+        "TMPDIR": str(temporary),
+    }
+    return site, environment
+
+
+def _restore_writable(site: Path) -> None:
+    for path in site.rglob("*"):
+        path.chmod(path.stat().st_mode | 0o200)
+    site.chmod(site.stat().st_mode | 0o200)
+
+
+@pytest.mark.parametrize("numba_cache_dir", [None, "unwritable"], ids=["user-folder", "uncached"])
+def test_a_read_only_install_caches_in_a_user_folder_or_runs_uncached(tmp_path, numba_cache_dir):
+    site, environment = _read_only_copy(tmp_path)
+    if numba_cache_dir:
+        environment["NUMBA_CACHE_DIR"] = str(tmp_path / "home-is-a-file" / "numba")
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", READ_ONLY_RUN],
+            capture_output=True,
+            text=True,
+            timeout=400,
+            cwd=tmp_path,
+            env=environment,
+        )
+    finally:
+        _restore_writable(site)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"file {site}" in done.stdout
+    assert "no locator available" not in done.stderr
+    said = [line for line in done.stderr.splitlines() if "parallelgraph: " in line]
+    assert len(said) == 1, done.stderr[-3000:]
+    if numba_cache_dir:
+        assert "mode uncached" in done.stdout and "run uncached" in said[0]
+    else:
+        folder = tmp_path / "tmp" / f"parallelgraph-numba-{__import__('os').getuid()}"
+        assert f"mode user {folder}" in done.stdout and f"cached in {folder}" in said[0]
+        assert any(folder.rglob("*.nbi")), "nothing was cached in the user folder"
