@@ -216,8 +216,7 @@ def command_demo(args: argparse.Namespace) -> int:
     print(f"(medians of {args.repeats} interleaved repeats; IQR = middle half of the runs)")
     traces = [r.median_trace() for r in results[:2]]
     traces[1].save(out / "trace.ctf.json")
-    figure = compare(traces, labels=["inter-op 1", "inter-op 2"])
-    figure.savefig(out / "timeline.png", dpi=110)
+    save_figure(compare(traces, labels=["inter-op 1", "inter-op 2"]), out / "timeline.png")
     print(f"\nwrote {out / 'trace.ctf.json'} (open in https://ui.perfetto.dev or chrome://tracing)")
     print(f"wrote {out / 'timeline.png'}")
     overlap = results[1].median_overlap("net1", "net2")
@@ -263,7 +262,7 @@ def demo_gpu_streams(out: Path, repeats: int) -> None:
             f"{result.median_overlap('net1', 'net2'):.2f}"
         )
     traces = [measured[1].median_trace(), measured[2].median_trace()]
-    compare(traces, labels=["1 stream", "2 streams"]).savefig(out / "gpu_timeline.png", dpi=110)
+    save_figure(compare(traces, labels=["1 stream", "2 streams"]), out / "gpu_timeline.png")
     print(f"wrote {out / 'gpu_timeline.png'}")
 
 

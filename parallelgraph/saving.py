@@ -80,6 +80,8 @@ def write_file(path: str | Path, write: Writer, *, make_parents: bool = True) ->
         existing = None
     except NotADirectoryError:
         raise _error(errno.ENOTDIR, f"{path}: a part of the path is not a folder") from None
+    except OSError as problem:  # a symlink loop, a name too long, no permission to look
+        raise _error(problem.errno, f"{path}: cannot write there ({problem.strerror})") from None
     if existing is not None:
         mode = existing.st_mode
         if stat.S_ISDIR(mode):
@@ -92,7 +94,11 @@ def write_file(path: str | Path, write: Writer, *, make_parents: bool = True) ->
     folder, name = os.path.split(target)
     if make_parents:
         Path(folder).mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = _temporary(folder, name)
+    try:
+        descriptor, temporary = _temporary(folder, name)
+    except OSError as problem:  # a read-only folder or file system, a full disk
+        message = f"{path}: cannot write in {folder} ({problem.strerror}); nothing was written"
+        raise _error(problem.errno, message) from None
     try:
         with os.fdopen(descriptor, "wb") as file:
             write(file)

@@ -133,3 +133,15 @@ def test_plot_out_writes_exactly_the_name_given_or_refuses_a_folder(tmp_path, ca
     assert main(["plot", source, "--out", str(plain)]) == 0
     assert f"wrote {plain}:" in capsys.readouterr().out
     assert plain.read_bytes()[:4] == b"\x89PNG" and not plain.with_suffix(".png").exists()
+
+
+def test_save_errors_name_the_path_given(tmp_path, trace):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(OSError, match=r"file/t.json: a part of the path is not a folder"):
+        trace.save(blocker / "t.json")
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(loop.name)
+    with pytest.raises(OSError, match=r"loop.json: cannot write there"):
+        trace.save(loop)
+    assert loop.is_symlink()
