@@ -205,3 +205,22 @@ def test_tanh_compiles_to_a_vector_loop(tmp_path):
     lanes = dict(line.split() for line in result.stdout.splitlines())
     assert set(lanes) == {"float", "double"}
     assert all(int(count) >= 4 for count in lanes.values()), lanes
+
+
+@pytest.mark.parametrize("name", ["add", "multiply"])
+@pytest.mark.parametrize("width", [1, 5, 8, 16, 33])
+def test_binary_nan_rule_in_the_vector_body_and_the_remainder(name, width):
+    """kernels.elementwise.NAN_RULE in every lane: the first NaN operand quieted, a lone NaN
+    operand quieted, and numbers as IEEE says (whose invalid results are the default NaN)."""
+    quiet = np.uint32(0x00400000)
+    a_bits = np.array([0x7F800001, 0xFF800002, 0x3F800000, 0x7FC00003, 0x7F800000], np.uint32)
+    b_bits = np.array([0xFF800004, 0x3F800000, 0x7F800005, 0xFFC00006, 0xFF800000], np.uint32)
+    reps = -(-width * 3 // a_bits.size)
+    a = np.tile(a_bits, reps)[: 3 * width].view(np.float32).reshape(3, width)
+    b = np.tile(b_bits, reps)[: 3 * width].view(np.float32).reshape(3, width)
+    out = run_kernel(name, [a, b], [(0, 3)]).view(np.uint32)
+    a_u, b_u = a.view(np.uint32), b.view(np.uint32)
+    with np.errstate(invalid="ignore"):
+        numbers = (a + b if name == "add" else a * b).view(np.uint32)
+    expected = np.where(np.isnan(a), a_u | quiet, np.where(np.isnan(b), b_u | quiet, numbers))
+    np.testing.assert_array_equal(out, expected)
