@@ -358,7 +358,7 @@ def compare(
     if "t0" not in options and "t1" not in options:
         longest = max((t.makespan_ms for t in runs), default=1.0) or 1e-6
         axes[0].set_xlim(-0.01 * longest, 1.01 * longest)
-    kinds = {e.kind for trace in runs for e in trace.events}
+    kinds = {e.kind if e.role is WORK else e.role.value for trace in runs for e in trace.events}
     handles = _legend_handles(colors, kinds, bool(options.get("arrows")))
     if handles:
         figure.legend(handles=handles, loc="outside right upper", **_legend_options(len(handles)))

@@ -105,6 +105,9 @@ def _margins(figure: Any, axes: list[Any]) -> dict[str, float]:
 
     left = pad + max(_widest_tick_label(ax, renderer) for ax in axes) + points(TICK_PAD_PT)
     right = pad + _legend_width(figure, axes, renderer)
+    if figure._suptitle is not None:  # pinned to the top edge, where the margin expects it
+        figure._suptitle.set_y(1 - pad / height_px)
+        figure._suptitle.set_verticalalignment("top")
     top = pad + _text_height(figure._suptitle, renderer, pad)
     top += _title_height(axes[0], renderer, pad)
     bottom = pad + _time_axis_height(axes[-1], renderer)

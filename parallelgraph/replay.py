@@ -309,6 +309,37 @@ class Replay:
         return _moved(event, lane, start, end)
 
 
+def carried_along(trace: Trace, replayed: list[TraceEvent]) -> list[TraceEvent]:
+    """The work ops nested in each replayed op, moved with it: same place in it, in proportion
+    to its new duration, on its new lane — so the replay keeps the scopes and names a profiler
+    recorded inside an op (`record_function` labels inside a `torch.jit.fork` task)."""
+    moved = {e.name: e for e in replayed if e.kind == "op"}
+    measured = {e.name: e for e in trace.ops()}
+    parent = {e.name: e.parent for e in trace.ops(nested=True)}
+
+    def root(name: str) -> str | None:
+        seen = set()
+        while parent.get(name) is not None and name not in seen:
+            seen.add(name)
+            name = parent[name]  # type: ignore[assignment]
+        return name if name in moved else None
+
+    carried = []
+    for event in trace.ops(nested=True):
+        if event.parent is None or event.kind != "op":
+            continue
+        top = root(event.name)
+        if top is None:
+            continue
+        old, new = measured[top], moved[top]
+        scale = new.duration / old.duration if old.duration else 1.0
+        start = new.start + (event.start - old.start) * scale
+        end = new.start + (event.end - old.start) * scale
+        nested = dataclasses.replace(event, inputs=(), idle_ns=0, after=None)
+        carried.append(_moved(nested, new.lane, start, end))
+    return carried
+
+
 def launch_interval(ops: list[TraceEvent]) -> float:
     """The host's time per GPU op launch, read off a trace.
 
@@ -461,6 +492,7 @@ def simulate(trace: Trace, config: Config | None = None, cores: int | None = Non
             ops, config.inter_op_threads, config.intra_op_threads, cores, dispatch_overhead(trace)
         )
         events = replay.run()
+        events.extend(carried_along(trace, events))
     events.sort(key=lambda e: (e.start, e.kind != "op"))
     metadata = {
         "config": config.as_dict(),
