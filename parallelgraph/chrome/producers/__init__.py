@@ -9,6 +9,9 @@ Tried in this order; the first whose `detect` says yes converts the file:
 | `pytorch` | pytorch | Kineto categories (cpu_op, user_annotation, kernel...) |
 | `tf_profiler` | tf_profiler | "/host:CPU" with TF op events (`long_name` "net1/MatMul:MatMul") |
 | `jax` | jax | XLA's processes ("/host:CPU", "/device:...") and TraceMe events |
+| `onnxruntime` | onnxruntime | lists of `Session` spans and `Node` "*_kernel_time" events |
+| `ray` | ray | tids "worker:<hex>"/"driver:<hex>" with Ray's categories (task::NAME...) |
+| `pyspy` | py-spy | B/E events with cat "py-spy" (sampled stacks) |
 | `python` | python | viztracer's and other Python tracers' "file.py:line" events |
 | `generic` | trace-event | anything else |
 
