@@ -52,6 +52,7 @@ from typing import Any
 
 from .analysis import computing_pieces, outermost_inputs
 from .config import Config, cpu_count
+from .cycles import require_acyclic
 from .lanes import LaneKind, parse_lane
 from .trace import Trace, TraceEvent
 
@@ -483,11 +484,13 @@ def simulate(trace: Trace, config: Config | None = None, cores: int | None = Non
     if gpu:
         if len(gpu) != len(trace.ops()):
             raise ValueError("simulate() replays CPU traces or GPU traces, not both in one graph")
+        require_acyclic(gpu)
         copies = [e for e in trace.events if e.kind == "copy"]
         events = replay_streams(gpu, copies, config)
     else:
         measured_cores = trace.metadata.get("cores") or cores
         ops = model_ops(trace, measured_cores)
+        require_acyclic(ops)  # an op that waits for itself has no place in any schedule
         replay = Replay(
             ops, config.inter_op_threads, config.intra_op_threads, cores, dispatch_overhead(trace)
         )

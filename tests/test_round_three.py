@@ -340,7 +340,6 @@ def test_find_cycle_is_linear_and_needs_no_recursion_on_a_long_chain():
     assert describe_cycle(cycle).count("->") == 9  # 8 names, "...", back to the first
 
 
-@pytest.mark.xfail(strict=True, reason="needs require_acyclic called in replay.simulate (lead)")
 def test_simulate_of_a_cyclic_trace_is_a_clear_error():
     with pytest.raises(ValueError, match=r"cycle of 3 op\(s\)"):
         pg.simulate(_cyclic_trace())
