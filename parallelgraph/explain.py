@@ -69,7 +69,7 @@ from .evidence import (
 )
 from .lanes import LaneKind
 from .plan import INEXPENSIVE_NS
-from .trace import EventRole
+from .trace import EventRole, covered
 
 if TYPE_CHECKING:
     from .chrome.producers.base import Knobs
@@ -289,20 +289,27 @@ def explain(trace: Trace, *branches: str) -> Explanation:
 
 
 def _left_out(trace: Trace) -> tuple[dict[str, int], tuple[str, ...]]:
-    """What the report did not count as work: the outermost waiting and setup events."""
-    left = trace.left_out()
-    totals = {role.value: sum(e.duration for e in events) for role, events in left.items()}
+    """What the report did not count as work: the outermost waiting and setup events, each with
+    the time it took away from the work (its span less the work nested in it), by role."""
+    work = trace.work_intervals
+    totals: dict[str, int] = {}
     lines = []
     for role, why in (
-        (EventRole.WAITING, "a caller waiting; ops nested in them still count as work"),
-        (EventRole.SETUP, "loading and initialisation before the work"),
+        (EventRole.WAITING, "a caller waiting; the ops nested in them still count as work"),
+        (EventRole.SETUP, "loading, initialisation, starting threads"),
     ):
-        events = sorted(left.get(role, []), key=lambda e: -e.duration)
-        if events:
-            named = ", ".join(f"{e.name} {e.duration / 1e6:.2f} ms" for e in events[:3])
-            more = f" and {len(events) - 3} more" if len(events) > 3 else ""
+        excluded = [
+            (e.duration - covered(work.get(e.lane, []), e.start, e.end), e)
+            for e in trace.left_out().get(role, [])
+        ]
+        excluded = sorted(((ns, e) for ns, e in excluded if ns > 0), key=lambda item: -item[0])
+        totals[role.value] = sum(ns for ns, _ in excluded)
+        if excluded:
+            named = ", ".join(f"{e.name} {ns / 1e6:.2f} ms" for ns, e in excluded[:3])
+            more = f" and {len(excluded) - 3} more" if len(excluded) > 3 else ""
             lines.append(
-                f"Not counted as work: {len(events)} {role.value} event(s) ({named}{more}; {why})."
+                f"Not counted as work: {len(excluded)} {role.value} event(s) ({named}{more}; "
+                f"{why})."
             )
     return totals, tuple(lines)
 
