@@ -67,17 +67,17 @@ def main() -> None:
                 warnings.simplefilter("ignore", RuntimeWarning)
                 result = pg.sweep(preset, grid, repeats=args.repeats, warmup=3, progress=False)
             for row in result.rows():
-                error = row["predicted_ms"] / row["median_ms"] - 1
-                if row["verdict"] != "baseline":
+                error = row.predicted_ms / row.median_ms - 1
+                if row.verdict != "baseline":
                     errors.append(abs(error))
                 rows.append(
                     [
                         preset,
                         size,
-                        row["inter"],
-                        row["intra"],
-                        f"{row['median_ms']:.2f}",
-                        f"{row['predicted_ms']:.2f}",
+                        row.params["inter"],
+                        row.params["intra"],
+                        f"{row.median_ms:.2f}",
+                        f"{row.predicted_ms:.2f}",
                         f"{100 * error:+.0f}%",
                     ]
                 )

@@ -12,17 +12,17 @@ from .plot import _new_figure
 from .stats import TOO_FEW
 
 if TYPE_CHECKING:
-    from .sweeps import SweepResult
+    from .sweeps import SweepResult, SweepRow
 
 
-def _select(result: SweepResult, free: tuple[str, ...], fixed: dict[str, Any]) -> list[dict]:
+def _select(result: SweepResult, free: tuple[str, ...], fixed: dict[str, Any]) -> list[SweepRow]:
     """Rows of the cells matching `fixed`; every other varying grid key must be free or fixed."""
     for key, values in result.grid.items():
         if key not in free and key not in fixed and len(values) > 1:
             raise ValueError(
                 f"grid key {key!r} varies ({values}): fix it, e.g. {key}={values[0]!r}"
             )
-    return [r for r in result.rows() if all(r.get(k) == v for k, v in fixed.items())]
+    return [r for r in result.rows() if all(r.params.get(k) == v for k, v in fixed.items())]
 
 
 def heatmap(result: SweepResult, x: str, y: str, title: str | None = None, **fixed: Any) -> Any:
@@ -40,15 +40,15 @@ def heatmap(result: SweepResult, x: str, y: str, title: str | None = None, **fix
     figure = _new_figure(len(ys) + 2, width=width, layout="constrained")
     ax = figure.add_subplot()
     for row in rows:
-        i, j = ys.index(row[y]), xs.index(row[x])
-        grid[i, j] = row["speedup"]
-        low, high = row["speedup_ci"]
+        i, j = ys.index(row.params[y]), xs.index(row.params[x])
+        grid[i, j] = row.speedup
+        low, high = row.speedup_ci
         marks = {"faster": "+", "slower": "-", "within noise": "~", "baseline": "=", TOO_FEW: "?"}
-        mark = marks[row["verdict"]]
+        mark = marks[row.verdict]
         ax.text(
             j,
             i,
-            f"x{row['speedup']:.2f} {mark}\n({low:.2f}-{high:.2f})",
+            f"x{row.speedup:.2f} {mark}\n({low:.2f}-{high:.2f})",
             ha="center",
             va="center",
             fontsize=8,
@@ -97,15 +97,15 @@ def speedup_curve(result: SweepResult, x: str, hue: str | None = None, **fixed: 
     rows = _select(result, (x,) + ((hue,) if hue else ()), fixed)
     figure = _new_figure(4, layout="constrained")
     ax = figure.add_subplot()
-    groups = sorted({row.get(hue) for row in rows}, key=str) if hue else [None]
+    groups = sorted({row.params.get(hue) for row in rows}, key=str) if hue else [None]
     for group in groups:
-        line = sorted((r for r in rows if not hue or r.get(hue) == group), key=lambda r: r[x])
-        xs = [r[x] for r in line]
-        ax.plot(
-            xs, [r["speedup"] for r in line], marker="o", label=f"{hue}={group}" if hue else None
+        line = sorted(
+            (r for r in rows if not hue or r.params.get(hue) == group), key=lambda r: r.params[x]
         )
+        xs = [r.params[x] for r in line]
+        ax.plot(xs, [r.speedup for r in line], marker="o", label=f"{hue}={group}" if hue else None)
         ax.fill_between(
-            xs, [r["speedup_ci"][0] for r in line], [r["speedup_ci"][1] for r in line], alpha=0.2
+            xs, [r.speedup_ci[0] for r in line], [r.speedup_ci[1] for r in line], alpha=0.2
         )
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
     ax.set_xlabel(x)

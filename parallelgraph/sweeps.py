@@ -63,6 +63,22 @@ class Measurement:
     wall_ms: float
 
 
+@dataclass(frozen=True)
+class SweepRow:
+    """The summary of one cell: its grid values (`params`, exactly as the grid named them: a
+    grid key called "n" or "verdict" stays the user's) and its statistics, in ms."""
+
+    params: dict[str, Any]
+    n: int  # runs measured
+    median_ms: float
+    iqr_ms: tuple[float, float]
+    ci_ms: tuple[float, float]  # 95% bootstrap interval of the median
+    speedup: float  # against `SweepResult.baseline_of` this cell
+    speedup_ci: tuple[float, float]
+    verdict: str  # "baseline", "faster", "slower", "within noise", or too few runs
+    predicted_ms: float | None
+
+
 @dataclass(repr=False)
 class SweepResult:
     """Every measurement of a sweep, with tables and plots; see the module docstring."""
@@ -81,7 +97,7 @@ class SweepResult:
     def values(self, cell: int) -> list[float]:
         return [m.makespan_ms for m in self.measurements if m.cell == cell]
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[SweepRow]:
         """One summary row per cell (cells without measurements are left out)."""
         rng = np.random.default_rng(self.seed)
         rows = []
@@ -93,21 +109,24 @@ class SweepResult:
             base = self.values(base_index)
             low, high = stats.bootstrap_median_ci(values, rng)
             q1, q3 = stats.quartiles(values)
-            row = dict(params)
-            row.update(
-                n=len(values), median_ms=stats.median(values), iqr_ms=(q1, q3), ci_ms=(low, high)
-            )
             if base and index != base_index:
                 speedup, s_low, s_high = stats.bootstrap_ratio_ci(base, values, rng)
-                row.update(
+                verdict = stats.verdict(s_low, s_high)
+            else:
+                speedup, s_low, s_high, verdict = 1.0, 1.0, 1.0, "baseline"
+            rows.append(
+                SweepRow(
+                    params=dict(params),
+                    n=len(values),
+                    median_ms=stats.median(values),
+                    iqr_ms=(q1, q3),
+                    ci_ms=(low, high),
                     speedup=speedup,
                     speedup_ci=(s_low, s_high),
-                    verdict=stats.verdict(s_low, s_high),
+                    verdict=verdict,
+                    predicted_ms=self.predicted_ms.get(index),
                 )
-            else:
-                row.update(speedup=1.0, speedup_ci=(1.0, 1.0), verdict="baseline")
-            row["predicted_ms"] = self.predicted_ms.get(index)
-            rows.append(row)
+            )
         return rows
 
     def baseline_of(self, index: int) -> int:
@@ -159,14 +178,14 @@ class SweepResult:
         for row in self.rows():
             lines.append(
                 [
-                    *(str(row[k]) for k in keys),
-                    str(row["n"]),
-                    f"{row['median_ms']:.2f}",
-                    f"{row['iqr_ms'][0]:.1f}-{row['iqr_ms'][1]:.1f}",
-                    f"{row['ci_ms'][0]:.1f}-{row['ci_ms'][1]:.1f}",
-                    f"{row['speedup']:.2f} ({row['speedup_ci'][0]:.2f}-{row['speedup_ci'][1]:.2f})",
-                    row["verdict"],
-                    "-" if row["predicted_ms"] is None else f"{row['predicted_ms']:.2f}",
+                    *(str(row.params[k]) for k in keys),
+                    str(row.n),
+                    f"{row.median_ms:.2f}",
+                    f"{row.iqr_ms[0]:.1f}-{row.iqr_ms[1]:.1f}",
+                    f"{row.ci_ms[0]:.1f}-{row.ci_ms[1]:.1f}",
+                    f"{row.speedup:.2f} ({row.speedup_ci[0]:.2f}-{row.speedup_ci[1]:.2f})",
+                    row.verdict,
+                    "-" if row.predicted_ms is None else f"{row.predicted_ms:.2f}",
                 ]
             )
         return header, lines

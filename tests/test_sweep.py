@@ -33,15 +33,20 @@ def test_every_cell_measured_in_shuffled_interleaved_rounds(result):
 
 def test_table_has_medians_cis_speedups_verdicts_and_predictions(result):
     rows = result.rows()
-    assert [(r["inter"], r["intra"]) for r in rows] == [(1, 1), (1, 2), (2, 1), (2, 2)]
-    assert rows[0]["verdict"] == "baseline" and rows[0]["speedup"] == 1.0
+    assert [(r.params["inter"], r.params["intra"]) for r in rows] == [
+        (1, 1),
+        (1, 2),
+        (2, 1),
+        (2, 2),
+    ]
+    assert rows[0].verdict == "baseline" and rows[0].speedup == 1.0
     for row in rows:
-        low, high = row["ci_ms"]
-        assert low <= row["median_ms"] <= high and row["n"] == 4
-        assert row["verdict"] in ("baseline", "faster", "slower", "within noise")
-        s_low, s_high = row["speedup_ci"]
-        assert s_low <= row["speedup"] <= s_high
-        assert row["predicted_ms"] is not None and row["predicted_ms"] > 0
+        low, high = row.ci_ms
+        assert low <= row.median_ms <= high and row.n == 4
+        assert row.verdict in ("baseline", "faster", "slower", "within noise")
+        s_low, s_high = row.speedup_ci
+        assert s_low <= row.speedup <= s_high
+        assert row.predicted_ms is not None and row.predicted_ms > 0
     text = str(result)
     assert "speed-up (95% CI)" in text
     assert "a verdict is given only when its 95% CI excludes 1.0" in text
@@ -51,7 +56,7 @@ def test_table_has_medians_cis_speedups_verdicts_and_predictions(result):
 def test_json_round_trip_and_csv(result, tmp_path):
     loaded = SweepResult.load(result.to_json(tmp_path / "r.json"))
     assert loaded.cells == result.cells and loaded.measurements == result.measurements
-    assert [r["median_ms"] for r in loaded.rows()] == [r["median_ms"] for r in result.rows()]
+    assert [r.median_ms for r in loaded.rows()] == [r.median_ms for r in result.rows()]
     assert json.loads((tmp_path / "r.json").read_text())["format"] == "parallelgraph-sweep/1"
     with open(result.to_csv(tmp_path / "r.csv")) as handle:
         rows = list(csv.DictReader(handle))
@@ -122,7 +127,7 @@ def test_callable_builds_and_per_graph_baselines():
         baseline={"width": 4, "inter": 1},
     )
     rows = swept.rows()
-    assert [r["verdict"] for r in rows if r["inter"] == 1] == ["baseline", "baseline"]
+    assert [r.verdict for r in rows if r.params["inter"] == 1] == ["baseline", "baseline"]
     assert swept.baseline_of(3) == 2  # width 8, inter 2 is compared with width 8, inter 1
 
 
@@ -144,7 +149,35 @@ def test_a_sweep_of_one_repeat_calls_no_difference():
         noise_check=False,
         predict=False,
     )
-    verdicts = [row["verdict"] for row in result.rows()]
+    verdicts = [row.verdict for row in result.rows()]
     assert verdicts == ["baseline", "too few runs"]
     assert "too few runs" in str(result)
     result.heatmap("inter", "size")  # draws the cell without a verdict
+
+
+def test_a_grid_key_named_like_a_statistic_keeps_its_values():
+    """Issue 20: a grid key "n" was overwritten by the repeat count in rows() and table()."""
+    result = pg.sweep(
+        lambda n=2: _scaled_graph(n),
+        {"n": [3, 5], "inter": [1]},
+        repeats=2,
+        progress=False,
+        noise_check=False,
+        predict=False,
+    )
+    rows = result.rows()
+    assert [row.params["n"] for row in rows] == [3, 5] and [row.n for row in rows] == [2, 2]
+    header, lines = result.table()
+    assert header[:3] == ["n", "inter", "n"]
+    assert [line[0] for line in lines] == ["3", "5"] and [line[2] for line in lines] == ["2", "2"]
+
+
+def _scaled_graph(n):
+    graph = pg.Graph()
+    with graph.as_default():
+        with pg.scope("net1"):
+            a = pg.random_normal((n, 8), seed=1)
+        with pg.scope("net2"):
+            b = pg.random_normal((n, 8), seed=2)
+        out = pg.add(a, b)
+    return graph, out

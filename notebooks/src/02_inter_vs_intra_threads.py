@@ -91,26 +91,28 @@ result.heatmap("inter", "intra", graph="matmul")
 
 # %%
 for graph in ("wide", "matmul"):
-    rows = [r for r in result.rows() if r["graph"] == graph and r["verdict"] != "baseline"]
+    rows = [r for r in result.rows() if r.params["graph"] == graph and r.verdict != "baseline"]
     faster = [
-        f"inter {r['inter']}/intra {r['intra']} (x{r['speedup']:.2f})"
+        f"inter {r.params['inter']}/intra {r.params['intra']} (x{r.speedup:.2f})"
         for r in rows
-        if r["verdict"] == "faster"
+        if r.verdict == "faster"
     ]
     noise = [
-        f"inter {r['inter']}/intra {r['intra']}" for r in rows if r["verdict"] == "within noise"
+        f"inter {r.params['inter']}/intra {r.params['intra']}"
+        for r in rows
+        if r.verdict == "within noise"
     ]
     print(
         f"{graph}: faster beyond noise: {', '.join(faster) or 'none'}; "
         f"within noise: {', '.join(noise) or 'none'}"
     )
-    best = max(rows, key=lambda r: r["speedup"])
-    both = next(r for r in rows if r["inter"] == 2 and r["intra"] == 2)
-    single = max((r for r in rows if r is not both), key=lambda r: r["speedup"])
-    beats = both["speedup_ci"][0] > single["speedup_ci"][1]
+    best = max(rows, key=lambda r: r.speedup)
+    both = next(r for r in rows if r.params["inter"] == 2 and r.params["intra"] == 2)
+    single = max((r for r in rows if r is not both), key=lambda r: r.speedup)
+    beats = both.speedup_ci[0] > single.speedup_ci[1]
     print(
-        f"  best: inter {best['inter']}/intra {best['intra']}; using both pools "
+        f"  best: inter {best.params['inter']}/intra {best.params['intra']}; using both pools "
         f"{'beats' if beats else 'does not clearly beat'} the best single pool "
-        f"(x{both['speedup']:.2f} against x{single['speedup']:.2f}) on "
+        f"(x{both.speedup:.2f} against x{single.speedup:.2f}) on "
         f"{pg.config.cpu_count()} cores, which both pools share."
     )
