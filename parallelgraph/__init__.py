@@ -64,9 +64,18 @@ def dashboard(*source: object, **options: object) -> object:
     """The ipywidgets dashboard for your graph: `pg.dashboard(build, batch=(8, 2048), ...)`
     (parameters become controls as in `interact`), `pg.dashboard(graph, fetches)`, or
     `pg.dashboard(preset="wide")`; see `parallelgraph.widgets`."""
-    from .widgets import Dashboard
+    try:
+        from .widgets import Dashboard
 
-    return Dashboard(*source, **options)
+        return Dashboard(*source, **options)
+    except ModuleNotFoundError as missing:
+        if missing.name not in ("ipywidgets", "ipympl", "IPython"):
+            raise
+        raise ModuleNotFoundError(
+            f"pg.dashboard needs {missing.name}, which is not installed: "
+            "pip install 'parallelgraph[lab]' (ipywidgets, ipympl and JupyterLab)",
+            name=missing.name,
+        ) from None
 
 
 def __getattr__(name: str) -> object:

@@ -123,10 +123,23 @@ def _new_figure(
         canvas.toolbar_position = "top"  # on the left it would cover the lane names
         canvas.header_visible = False
         return figure
+    if _pyplot_script():  # a script that uses pyplot: plt.savefig() and plt.show() see it
+        import matplotlib.pyplot as plt
+
+        return plt.figure(figsize=(width, height), layout=layout or timeline_layout())
     _show_figures_in_notebooks(Figure)
     figure = Figure(figsize=(width, height), layout=layout or timeline_layout())
     FigureCanvasAgg(figure)
     return figure
+
+
+def _pyplot_script() -> bool:
+    """Whether this is a script (not IPython) that imported pyplot: then a figure is pyplot's
+    current figure, as `trace.plot(); plt.savefig(...)` expects. Elsewhere figures bypass
+    pyplot, so notebooks show each once and scripts never accumulate open figures."""
+    import sys
+
+    return "matplotlib.pyplot" in sys.modules and "IPython" not in sys.modules
 
 
 def _widget_backend() -> bool:

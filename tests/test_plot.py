@@ -421,3 +421,34 @@ def test_waiting_is_hatched_setup_grey_and_long_names_keep_the_chart_wide():
     assert "waiting" in legend and "setup" in legend
     assert all(len(text) <= 14 for text in legend), legend
     assert ax.get_position().width >= 0.75, ax.get_position().width
+
+
+def test_a_scripts_pyplot_savefig_draws_the_timeline(tmp_path):
+    """Issue 23: `trace.plot(); plt.savefig(...)` in a script saved an empty image."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+        "from parallelgraph.recorded import framework_trace\n"
+        "framework_trace('pytorch-eager').plot()\nplt.savefig('out.png')\n"
+    )
+    subprocess.run([sys.executable, str(script)], cwd=tmp_path, check=True, timeout=120)
+    import matplotlib.image
+
+    image = matplotlib.image.imread(tmp_path / "out.png")
+    assert (image[..., :3] < 0.9).mean() > 0.02  # bars and text, not a blank page
+
+
+def test_the_dashboard_without_ipywidgets_names_the_extra():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['ipywidgets'] = None; import parallelgraph as pg; pg.dashboard()"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "pg.dashboard needs ipywidgets" in result.stderr
+    assert "pip install 'parallelgraph[lab]'" in result.stderr
