@@ -22,6 +22,8 @@ import random
 from dataclasses import dataclass, field
 from itertools import combinations
 
+from raw_facts import length, union
+
 US = 1.0  # the file's unit is µs
 
 
@@ -49,20 +51,6 @@ class Truth:
 
     def scope_pairs(self) -> list[tuple[str, str]]:
         return list(combinations(sorted(self.scope_spans), 2))
-
-
-def union(spans):
-    merged: list[list[float]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return [(s, e) for s, e in merged]
-
-
-def length(spans) -> float:
-    return sum(e - s for s, e in spans)
 
 
 def generate(seed: int) -> tuple[list[dict], Truth]:

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from raw_facts import length, span, union
 
 import parallelgraph as pg
 from parallelgraph.explain import Cause
@@ -34,24 +35,6 @@ def nodes(name: str) -> list[dict]:
         for e in raw(name)
         if e.get("ph") == "X" and e.get("cat") == "Node" and e["name"].endswith("_kernel_time")
     ]
-
-
-def union(spans) -> list[tuple[float, float]]:
-    merged: list[list[float]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return [(s, e) for s, e in merged]
-
-
-def length(spans) -> float:
-    return sum(e - s for s, e in spans)
-
-
-def span(e: dict) -> tuple[float, float]:
-    return (e["ts"], e["ts"] + e["dur"])
 
 
 def raw_overlap(name: str) -> float:

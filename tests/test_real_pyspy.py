@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from raw_facts import length, overlap, union
 
 import parallelgraph as pg
 from parallelgraph.trace import EventRole
@@ -49,20 +50,6 @@ def role(s: dict) -> str:
     return "work"
 
 
-def union(spans) -> list[tuple[float, float]]:
-    merged: list[list[float]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return [(s, e) for s, e in merged]
-
-
-def length(spans) -> float:
-    return sum(e - s for s, e in spans)
-
-
 def work_time(slices: list[dict]) -> list[tuple[float, float]]:
     """The spans of one thread in which its innermost open frame (the last one begun: py-spy
     begins a sample's new frames outermost first) was work."""
@@ -85,12 +72,6 @@ def raw_threads(name: str) -> dict[int, list[dict]]:
 def target_of(slices: list[dict]) -> str:
     """A thread's branch: net1 or net2 when one of its frames is that function."""
     return next((s["name"] for s in slices if s["name"] in ("net1", "net2")), "main")
-
-
-def overlap(a, b) -> float:
-    a, b = union(a), union(b)
-    both = sum(max(0.0, min(e1, e2) - max(s1, s2)) for s1, e1 in a for s2, e2 in b)
-    return both / min(length(a), length(b))
 
 
 # -- every file -----------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from raw_facts import length, overlap, span, union
 
 import parallelgraph as pg
 from parallelgraph.explain import Cause
@@ -27,24 +28,6 @@ SETUP = ("wait_for_function", "fetch_and_run_function", "register_remote_functio
 # -- raw facts, straight from the JSON ------------------------------------------------------------
 def raw(name: str) -> list[dict]:
     return [e for e in json.loads((REAL / name).read_text()) if e.get("ph") == "X"]
-
-
-def span(e: dict) -> tuple[float, float]:
-    return e["ts"], e["ts"] + e["dur"]
-
-
-def union(spans) -> list[tuple[float, float]]:
-    merged: list[list[float]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return [(s, e) for s, e in merged]
-
-
-def length(spans) -> float:
-    return sum(e - s for s, e in spans)
 
 
 def raw_role(e: dict) -> str:
@@ -76,12 +59,6 @@ def raw_branches(name: str) -> dict[str, list[tuple[float, float]]]:
         if e["cat"].startswith("task::"):
             out[e["cat"].removeprefix("task::").split(".")[0]].append(span(e))
     return out
-
-
-def overlap(a, b) -> float:
-    a, b = union(a), union(b)
-    both = sum(max(0.0, min(e1, e2) - max(s1, s2)) for s1, e1 in a for s2, e2 in b)
-    return both / min(length(a), length(b))
 
 
 def raw_chain(name: str) -> float:

@@ -11,6 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from raw_facts import length, span, union
 
 import parallelgraph as pg
 from parallelgraph.explain import Cause
@@ -30,24 +31,6 @@ def raw(name: str) -> tuple[list[dict], dict]:
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
                if e.get("name") == "thread_name"}  # fmt: skip
     return events, threads
-
-
-def span(e: dict) -> tuple[float, float]:
-    return (e["ts"], e["ts"] + e["dur"])
-
-
-def union(spans) -> list[tuple[float, float]]:
-    merged: list[list[float]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return [(s, e) for s, e in merged]
-
-
-def length(spans) -> float:
-    return sum(e - s for s, e in union(spans))
 
 
 def raw_ops(name: str) -> list[dict]:

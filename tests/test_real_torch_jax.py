@@ -17,6 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from raw_facts import length, overlap, span, union
 
 import parallelgraph as pg
 from parallelgraph.explain import Cause
@@ -36,30 +37,6 @@ def raw_events(name: str) -> list[dict]:  # cached: the same dicts each time (id
     data = (REAL / name).read_bytes()
     document = json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
     return [e for e in document["traceEvents"] if e]
-
-
-def span(e: dict) -> tuple[float, float]:
-    return (e["ts"], e["ts"] + e.get("dur", 0))
-
-
-def union(spans) -> list[tuple[float, float]]:
-    merged: list[list[float]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return [(s, e) for s, e in merged]
-
-
-def length(spans) -> float:
-    return sum(e - s for s, e in spans)
-
-
-def overlap(a, b) -> float:
-    a, b = union(a), union(b)
-    both = sum(max(0.0, min(e1, e2) - max(s1, s2)) for s1, e1 in a for s2, e2 in b)
-    return both / min(length(a), length(b))
 
 
 def inside(e: dict, outer: dict) -> bool:

@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from raw_facts import length, overlap, span, union
 
 import parallelgraph as pg
 from parallelgraph.explain import Cause
@@ -34,30 +35,6 @@ def raw_events(name: str) -> tuple[list[dict], dict]:
     data = (REAL / name).read_bytes()
     document = json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
     return [e for e in document["traceEvents"] if e], document
-
-
-def union(spans) -> list[tuple[float, float]]:
-    merged: list[list[float]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return [(s, e) for s, e in merged]
-
-
-def length(spans) -> float:
-    return sum(e - s for s, e in spans)
-
-
-def overlap(a, b) -> float:
-    a, b = union(a), union(b)
-    both = sum(max(0.0, min(e1, e2) - max(s1, s2)) for s1, e1 in a for s2, e2 in b)
-    return both / min(length(a), length(b))
-
-
-def span(event: dict) -> tuple[float, float]:
-    return (event["ts"], event["ts"] + event.get("dur", 0))
 
 
 def raw_ops(name: str) -> list[dict]:
