@@ -15,7 +15,9 @@ Tried in this order; the first whose `detect` says yes converts the file:
 | `python` | python | viztracer's and other Python tracers' "file.py:line" events |
 | `generic` | trace-event | anything else |
 
-See `base` for what a module defines, and each module's docstring for its rules: which events
+`xla` holds what JAX's and TensorFlow 2's files share (both are XLA's profiler's trace viewer
+JSON): device processes, stream threads, hashed thread names. See `base` for what a module
+defines, and each module's docstring for its rules: which events
 are ops and which are the profiler's own, what a scope is, which lanes are threads or streams,
 and what its users call the settings `explain()` advises on (`Knobs`).
 """

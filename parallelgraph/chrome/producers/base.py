@@ -179,6 +179,28 @@ def enclosing_names(pieces: Iterable[Slice], ranges: Iterable[Slice]) -> dict[in
     return names
 
 
+def innermost_range(pieces: Iterable[Slice], ranges: Iterable[Slice]) -> dict[int, Slice]:
+    """Slice index -> the innermost of `ranges` around it on its thread (a slice that is itself
+    one of the ranges counts as around itself). One sweep per thread: O(n log n)."""
+    RANGE, PIECE = 0, 1  # at one start, ranges open before the pieces they hold
+    by_thread: dict[Thread, list[tuple[int, int, int, Slice]]] = defaultdict(list)
+    for kind, slices in ((RANGE, ranges), (PIECE, pieces)):
+        for piece in slices:
+            by_thread[piece.thread].append((piece.start, -piece.end, kind, piece))
+    found: dict[int, Slice] = {}
+    for entries in by_thread.values():
+        entries.sort(key=lambda entry: entry[:3])
+        stack: list[Slice] = []
+        for _, _, kind, piece in entries:
+            while stack and stack[-1].end < piece.end:
+                stack.pop()
+            if kind == RANGE:
+                stack.append(piece)
+            elif stack:
+                found[piece.index] = stack[-1]
+    return found
+
+
 _GENERATED_THREAD = re.compile(r"^thread (\d+) \((.+)\)$")  # Kineto: "thread 5141 (python)"
 
 

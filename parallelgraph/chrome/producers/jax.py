@@ -28,9 +28,9 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from ...lanes import LaneKind
 from ..document import Document, Slice
 from .base import Converted, Draft, Knobs, Producer, skipped_note, thread_labels
+from .xla import HASHED, device_lane, device_processes
 
 KNOBS = Knobs(
     tool="JAX",
@@ -61,10 +61,6 @@ KNOBS = Knobs(
     ),
 )
 
-_HASHED = re.compile(r"/-?\d+$")
-_DEVICE = re.compile(r"^/device:([A-Za-z]+):(\d+)")
-_STREAM = re.compile(r"Stream #(\d+)")
-
 
 def detect(document: Document) -> bool:
     names = document.process_names.values()
@@ -73,7 +69,7 @@ def detect(document: Document) -> bool:
 
 def _thread_name(name: str) -> str:
     """'tf_XLAEigen/-6483180353713786386' -> 'XLAEigen'."""
-    return _HASHED.sub("", name).removeprefix("tf_")
+    return HASHED.sub("", name).removeprefix("tf_")
 
 
 def _scope(piece: Slice) -> str:
@@ -85,9 +81,7 @@ def _scope(piece: Slice) -> str:
 
 def convert(document: Document) -> Converted:
     converted = Converted()
-    devices = {
-        pid: match for pid, name in document.process_names.items() if (match := _DEVICE.match(name))
-    }
+    devices = device_processes(document)
     kept: list[Slice] = []
     skipped: dict[str, int] = defaultdict(int)
     for piece in document.slices:
@@ -112,12 +106,7 @@ def convert(document: Document) -> Converted:
             device = f"cpu:{ordinal}" if str(ordinal).isdigit() else "cpu"
             lane = f"cpu/{labels[piece.thread]}"
         else:
-            device = f"{device_match.group(1).lower()}:{device_match.group(2)}"
-            thread = document.thread_names.get(piece.thread, str(piece.thread[1]))
-            stream = _STREAM.search(thread)
-            lane = f"{device}/stream:{stream.group(1)}" if stream else f"{device}/{thread}"
-            if stream:
-                converted.lane_kinds[lane] = LaneKind.STREAM
+            device, lane = device_lane(document, piece, device_match, converted)
         name = str(piece.args.get("hlo_op", piece.name))
         converted.add(
             Draft(

@@ -48,6 +48,7 @@ from .base import (
     Knobs,
     Producer,
     enclosing_names,
+    innermost_range,
     integer,
     skipped_note,
     thread_labels,
@@ -129,26 +130,6 @@ def _specific_names(document: Document) -> dict[Thread, str]:
     return names
 
 
-def _innermost(pieces: Iterable[Slice], ranges: Iterable[Slice]) -> dict[int, Slice]:
-    """Slice index -> the innermost of `ranges` around it on its thread (itself included)."""
-    by_thread: dict[Thread, list[tuple[int, int, int, Slice]]] = defaultdict(list)
-    for kind, slices in ((0, ranges), (1, pieces)):
-        for piece in slices:
-            by_thread[piece.thread].append((piece.start, -piece.end, kind, piece))
-    found: dict[int, Slice] = {}
-    for entries in by_thread.values():
-        entries.sort(key=lambda entry: entry[:3])
-        stack: list[Slice] = []
-        for _, _, kind, piece in entries:
-            while stack and stack[-1].end < piece.end:
-                stack.pop()
-            if kind == 0:
-                stack.append(piece)
-            elif stack:
-                found[piece.index] = stack[-1]
-    return found
-
-
 def _outermost(pieces: Iterable[Slice]) -> list[Slice]:
     """The pieces not inside another one on their thread."""
     out: list[Slice] = []
@@ -193,7 +174,7 @@ def _compiled_names(ranges: list[Slice], kept: list[Slice]) -> dict[str, str]:
     if not graphs:
         return {}
     regions = [p for p in kept if _COMPILED_REGION.match(p.name)]
-    around = _innermost(graphs, regions)
+    around = innermost_range(graphs, regions)
     names: dict[str, str] = {}
     for graph in sorted(graphs, key=lambda g: g.start):
         if graph.name in names:
@@ -244,7 +225,7 @@ def convert(document: Document) -> Converted:
         )
     scopes = enclosing_names(kept, ranges)
     readable = _compiled_names(ranges, kept)
-    compiling = _innermost(
+    compiling = innermost_range(
         kept,
         [p for p in kept if p.name in COMPILE_EVENTS or p.name.endswith(" (dynamo_timed)")],
     )
@@ -323,14 +304,14 @@ def _fork_scopes(
     if not tasks:
         return {}
     labels = [r for r in ranges if r.cat in SCOPES]
-    labelled = {task.index for task in _innermost(labels, tasks.values()).values()}
+    labelled = {task.index for task in innermost_range(labels, tasks.values()).values()}
     order = {
         task.index: f"fork{n}"
         for launched in callers.values()
         for n, task in enumerate(launched, 1)
         if task.index not in labelled
     }
-    inside = _innermost(kept, [tasks[i] for i in order])
+    inside = innermost_range(kept, [tasks[i] for i in order])
     return {index: order[task.index] for index, task in inside.items()}
 
 

@@ -53,7 +53,8 @@ from typing import Any
 from ...lanes import LaneKind
 from ...trace import EventRole
 from ..document import Document, Slice, Thread
-from .base import Converted, Draft, Knobs, Producer, scope_of, skipped_note
+from .base import Converted, Draft, Knobs, Producer, innermost_range, scope_of, skipped_note
+from .xla import HASHED, device_lane, device_processes
 
 KNOBS = Knobs(
     tool="TensorFlow",
@@ -87,9 +88,6 @@ KNOBS = Knobs(
 )
 
 _LONG_NAME = re.compile(r"^(?P<node>[^:]+):(?P<type>[A-Za-z0-9_]+)$")
-_HASHED = re.compile(r"/-?\d+$")
-_DEVICE = re.compile(r"^/device:([A-Za-z]+):(\d+)")
-_STREAM = re.compile(r"Stream #(\d+)")
 #: events only TensorFlow's runtime writes (the eager path, the executor, tf.function)
 _TF_RUNTIME = frozenset(
     {
@@ -125,7 +123,7 @@ def detect(document: Document) -> bool:
 
 def _pool(name: str) -> str:
     """'tf_Compute/6181338563225358012' -> 'inter_op', 'tf_numa_-1_Eigen/-66..' -> 'intra_op'."""
-    bare = _HASHED.sub("", name).removeprefix("tf_")
+    bare = HASHED.sub("", name).removeprefix("tf_")
     if bare == "Compute":
         return "inter_op"
     if bare.endswith("Eigen"):
@@ -148,26 +146,6 @@ def _lanes(document: Document, first_use: list[Thread]) -> dict[Thread, str]:
             numbers[pool] += 1
             lanes[thread] = f"tf/{pool}" if numbers[pool] == 1 else f"tf/{pool} {numbers[pool]}"
     return lanes
-
-
-def _innermost(containers: list[Slice], pieces: list[Slice]) -> dict[int, Slice]:
-    """Slice index -> the innermost container on its thread that holds it (sweep per thread)."""
-    by_thread: dict[Thread, list[tuple[int, int, int, Slice]]] = defaultdict(list)
-    for kind, slices in ((0, containers), (1, pieces)):
-        for piece in slices:
-            by_thread[piece.thread].append((piece.start, -piece.end, kind, piece))
-    inside: dict[int, Slice] = {}
-    for entries in by_thread.values():
-        entries.sort(key=lambda entry: entry[:3])
-        stack: list[Slice] = []
-        for _, _, kind, piece in entries:
-            while stack and stack[-1].end < piece.end:
-                stack.pop()
-            if kind == 0:
-                stack.append(piece)
-            elif stack:
-                inside[piece.index] = stack[-1]
-    return inside
 
 
 def _segments(spans: list[tuple[int, int, Draft]]) -> list[tuple[int, int, Draft]]:
@@ -199,9 +177,7 @@ def _segments(spans: list[tuple[int, int, Draft]]) -> list[tuple[int, int, Draft
 
 def convert(document: Document) -> Converted:
     converted = Converted()
-    devices = {
-        pid: match for pid, name in document.process_names.items() if (match := _DEVICE.match(name))
-    }
+    devices = device_processes(document)
     ops: list[tuple[Slice, re.Match[str] | None]] = []
     waiting: list[Slice] = []
     setup: list[Slice] = []
@@ -247,12 +223,7 @@ def convert(document: Document) -> Converted:
         if device_match is None:
             device, lane = "cpu", lanes[piece.thread]
         else:
-            device = f"{device_match.group(1).lower()}:{device_match.group(2)}"
-            thread = document.thread_names.get(piece.thread, str(piece.thread[1]))
-            stream = _STREAM.search(thread)
-            lane = f"{device}/stream:{stream.group(1)}" if stream else f"{device}/{thread}"
-            if stream:
-                converted.lane_kinds[lane] = LaneKind.STREAM
+            device, lane = device_lane(document, piece, device_match, converted)
         kind = "copy" if "memcpy" in piece.name.lower() else "op"
         drafts[piece.index] = converted.add(
             Draft(node, op_type, scope_of(node), device, kind, lane, piece.start, piece.end),
@@ -332,7 +303,7 @@ def _chains(
     converted: Converted, processes: list[Slice], op_pieces: list[Slice], drafts: dict[int, Draft]
 ) -> None:
     """Ops one after another inside one ExecutorState::Process: each after the one before."""
-    inside = _innermost(processes, [p for p in op_pieces if drafts[p.index].kind == "op"])
+    inside = innermost_range([p for p in op_pieces if drafts[p.index].kind == "op"], processes)
     calls: dict[int, list[Slice]] = defaultdict(list)
     for piece in op_pieces:
         call = inside.get(piece.index)
