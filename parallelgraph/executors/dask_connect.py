@@ -23,8 +23,11 @@ CONNECT_TIMEOUT_S = 5.0
 
 async def _identity(address: str, timeout_s: float) -> Any:
     from distributed.comm import connect
+    from distributed.security import Security
 
-    comm = await connect(address, timeout=timeout_s)
+    # The TLS settings a Client would use (Dask's configuration), so tls:// works alike.
+    arguments = Security().get_connection_args("client")
+    comm = await connect(address, timeout=timeout_s, **arguments)
     try:
         await comm.write({"op": "identity", "reply": True})
         return await comm.read()
