@@ -5,9 +5,9 @@
 - a regular file (or a new name) is written atomically: a temporary file in the same folder,
   fsync, then `os.replace`, so a failed write never leaves a truncated file where a good one
   was. A symlink is followed to its target (the link stays a link, the target gets the new
-  data); an existing file keeps its permission bits; a new file gets 0666 less the umask, as
-  `open()` would give it (the temporary file is created with mode 0666, so the kernel applies
-  the umask and no thread has to change it).
+  data); an existing file keeps its permission bits (and its owner, where we may give it); a
+  new file gets 0666 less the umask, as `open()` would give it (the temporary file is created
+  with mode 0666, so the kernel applies the umask and no thread has to change it).
 - a FIFO or a character device (`/dev/null`, a terminal) is written as a stream, in place:
   opened for writing without truncating or creating, never replaced. A FIFO with no reader is
   an error (it would block forever).
@@ -69,6 +69,18 @@ def _temporary(folder: str, name: str) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, f"{folder}: no free temporary name")  # pragma: no cover
 
 
+def _keep_owner(descriptor: int, existing: os.stat_result) -> None:
+    """The replaced file's owner and group, where we may give them (root, or our own group)."""
+    if not hasattr(os, "fchown"):  # pragma: no cover - Windows
+        return
+    if (existing.st_uid, existing.st_gid) == (os.geteuid(), os.getegid()):
+        return
+    try:
+        os.fchown(descriptor, existing.st_uid, existing.st_gid)
+    except OSError:
+        pass  # not allowed: the new file is ours, as any rewrite by us would be
+
+
 def write_file(path: str | Path, write: Writer, *, make_parents: bool = True) -> Path:
     """Write a file through `write(binary_file)` without destroying what `path` names (see the
     module's docstring); returns `path` as a Path."""
@@ -105,6 +117,7 @@ def write_file(path: str | Path, write: Writer, *, make_parents: bool = True) ->
             file.flush()
             if existing is not None:
                 os.fchmod(file.fileno(), stat.S_IMODE(existing.st_mode))
+                _keep_owner(file.fileno(), existing)
             os.fsync(file.fileno())
         os.replace(temporary, target)
     except BaseException:

@@ -145,3 +145,13 @@ def test_save_errors_name_the_path_given(tmp_path, trace):
     with pytest.raises(OSError, match=r"loop.json: cannot write there"):
         trace.save(loop)
     assert loop.is_symlink()
+
+
+def test_save_as_root_keeps_the_replaced_files_owner(tmp_path, trace):
+    if os.geteuid() != 0:
+        pytest.skip("only root may give a file to another user")
+    owned = tmp_path / "theirs.json"
+    owned.write_text("old")
+    os.chown(owned, 65534, 65534)
+    trace.save(owned)
+    assert (owned.stat().st_uid, owned.stat().st_gid) == (65534, 65534)
