@@ -44,12 +44,14 @@ other C code that releases the GIL do run in parallel) — said in a note.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 
 from ...lanes import LaneKind
 from ...trace import EventRole
 from ..document import Document, Slice, Thread
-from .base import Converted, Draft, Knobs, Producer
+from . import python
+from .base import Converted, Draft, Producer
 
 CATEGORY = "py-spy"
 
@@ -80,8 +82,8 @@ _ENTRY_POINTS = frozenset(
     {"<module>", "_run_code", "_run_module_as_main", "run_path", "_run_module_code", "main"}
 )
 
-KNOBS = Knobs(
-    tool="Python",
+KNOBS = dataclasses.replace(  # Python's words, with what a sampler shows of the GIL
+    python.KNOBS,
     inter_op=(
         "run the branches at the same time where the GIL allows: branches that spend their "
         "time in NumPy or I/O (which release the GIL) overlap in threading.Thread or "
@@ -95,20 +97,6 @@ KNOBS = Knobs(
         "ProcessPoolExecutor) or run a free-threaded Python (3.13t and later); NumPy's "
         "matmuls can use NumPy's own BLAS threads (threadpoolctl.threadpool_limits, "
         "OPENBLAS_NUM_THREADS)."
-    ),
-    streams=(
-        "put independent GPU work on separate CUDA streams (torch.cuda.Stream, "
-        "cupy.cuda.Stream, numba.cuda.stream())."
-    ),
-    one_at_a_time="one thread (the program did its work on one thread)",
-    bigger_ops=(
-        "do more work per call (vectorise with NumPy): tiny calls cost more to hand to "
-        "another thread than to run."
-    ),
-    experiment=(
-        "time the program with its branches on one thread and on two (threading.Thread), "
-        "and once with two processes (concurrent.futures.ProcessPoolExecutor), and compare "
-        "the wall times: threads gain only where the code releases the GIL."
     ),
 )
 

@@ -51,6 +51,11 @@ KNOBS = Knobs(
         "do more work per call (vectorise with NumPy): tiny calls cost more to hand to "
         "another thread than to run."
     ),
+    experiment=(
+        "time the program with its branches on one thread and on two (threading.Thread), "
+        "and once with two processes (concurrent.futures.ProcessPoolExecutor), and compare "
+        "the wall times: threads gain only where the code releases the GIL."
+    ),
 )
 
 #: "layer (/path/prog.py:2)" (viztracer) or "prog.py(2): layer" (PyTorch's, cProfile-like).
