@@ -1,0 +1,199 @@
+"""The one change most likely to help, with the facts it rests on (`evidence.Advice`), in the
+words of the tool that wrote the trace (`Knobs`); and the workers the run could have had."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .. import analysis
+from ..evidence import EVERY_LANE_BUSY, Advice
+from .causes import Cause, Context, PairReport, short_share
+
+if TYPE_CHECKING:
+    from ..chrome.producers.base import Knobs
+    from ..trace import Trace
+
+
+@dataclass(frozen=True)
+class Workers:
+    """How many lanes a run used, and how many workers it could have had, and says whence."""
+
+    used: int
+    possible: int
+    basis: str  # "the run's machine had 16 cores", "this machine's 2 cores; the trace does..."
+
+
+def possible_workers(trace: Trace, config: dict[str, Any], used: int) -> Workers:
+    """The workers the run could have had, and whence that number comes."""
+    cores = config.get("cores")
+    if cores:
+        return Workers(used, max(used, int(cores)), f"the run's machine had {cores} cores")
+    machine = os.cpu_count() or 1
+    return Workers(
+        used,
+        max(used, machine),
+        f"this machine's {machine} cores; the trace does not say what the traced one had",
+    )
+
+
+def gpu_suggestion(
+    context: Context, pairs: tuple[PairReport, ...], makespan: int, gpu_busy: float, path: int
+) -> Advice:
+    """The one change most likely to help a trace whose ops all ran on a GPU."""
+    causes = {pair.cause for pair in pairs if not pair.overlapped}
+    if Cause.ONE_STREAM in causes:
+        return Advice(context.knobs.streams, "streams")
+    if Cause.TOO_SHORT in causes or gpu_busy < 0.7:
+        idle = (1 - gpu_busy) * makespan / 1e6
+        return Advice(
+            f"fewer, bigger kernels: the GPU sat idle {idle:.2f} ms waiting for kernels to be "
+            "launched (launch-bound); batching work into bigger ops helps, more streams do not.",
+            "bigger_ops",
+        )
+    if makespan and path >= 0.8 * makespan:
+        return Advice(
+            "faster kernels on the critical path (it takes most of the run): more streams "
+            "cannot shorten a chain of dependent kernels.",
+            "critical_path",
+        )
+    return Advice(
+        f"nothing in the schedule: some kernel ran {gpu_busy:.0%} of the run; only faster "
+        "kernels or less work help (kernels that fill the GPU gain nothing from more streams).",
+        "gpu",
+        gpu_busy,
+    )
+
+
+def _short_ops(pairs: tuple[PairReport, ...], context: Context) -> bool:
+    """Whether the ops of the non-overlapping pairs are too short to be worth handing off."""
+    ops = [
+        e
+        for pair in pairs
+        if not pair.overlapped
+        for label in (pair.scope_a, pair.scope_b)
+        for e in context.branches[label].ops
+    ]
+    return bool(ops) and short_share(ops) >= 0.5
+
+
+def suggestion(
+    context: Context,
+    pairs: tuple[PairReport, ...],
+    makespan: int,
+    work: int,
+    possible: Workers | None,
+    path: int,
+) -> Advice:
+    """The one change most likely to help a CPU run, with the facts it rests on."""
+    config, knobs = context.config, context.knobs
+    causes = {pair.cause for pair in pairs if not pair.overlapped}
+    used = possible.used if possible else 1
+    room = possible is not None and possible.possible > used
+    busy_share = work / (used * makespan) if makespan else 0.0
+    if Cause.ONE_STREAM in causes:
+        return Advice(knobs.streams, "streams")
+    if Cause.ONE_WORKER in causes:
+        if _short_ops(pairs, context):
+            return Advice(
+                "nothing that more threads can buy: the ops take microseconds, about what "
+                "handing one to another thread costs; " + knobs.bigger_ops,
+                "bigger_ops",
+            )
+        return Advice(knobs.inter_op, "inter_op")
+    if Cause.SOFT_PLACEMENT in causes:
+        return Advice(
+            "run where a GPU is usable, or raise inter_op_threads so the CPU overlaps them.",
+            "inter_op",
+        )
+    if Cause.TOO_SHORT in causes:
+        return Advice(knobs.bigger_ops, "bigger_ops")
+    if Cause.LATENCY in causes:
+        return Advice(
+            "fewer, bigger tasks: each dependency costs a scheduling round trip, so larger ops "
+            "(or the threads executor on one machine) spend less time waiting.",
+            "bigger_ops",
+        )
+    if Cause.ALL_BUSY in causes:
+        inter = config.get("inter_op_threads") or used
+        if room:
+            return Advice(
+                f"more workers than {inter} — the machine has cores to spare: {knobs.inter_op}",
+                "inter_op",
+            )
+        return Advice(
+            f"more cores, or less work: the {inter} workers were all busy while a branch "
+            f"waited (their lanes did work {busy_share:.0%} of the whole run).",
+            "none",
+            busy_share,
+        )
+    if Cause.NOT_DETERMINED in causes:
+        return Advice(f"not determined from this trace — {knobs.experiment}", "experiment")
+    if makespan and path >= 0.8 * makespan:
+        return Advice(_critical_path_advice(config, knobs), "critical_path")
+    if makespan and busy_share >= EVERY_LANE_BUSY:
+        if room:
+            assert possible is not None
+            return Advice(
+                f"more threads: the {used} lane(s) did work {busy_share:.0%} of the run, but "
+                f"the run could have had {possible.possible} ({possible.basis}) — "
+                f"{knobs.intra_op}",
+                "intra_op",
+                busy_share,
+            )
+        return Advice(
+            f"nothing in the schedule: every lane was busy ({busy_share:.0%} of the run); only "
+            "more cores or less work help.",
+            "none",
+            busy_share,
+        )
+    idle = makespan * used - work
+    text = (
+        f"look at the idle gaps ({idle / 1e6:.1f} ms of lane time; the lanes did work "
+        f"{busy_share:.0%} of the run{_longest_gap(context.trace)})"
+    )
+    if causes:  # a pair did not overlap: letting them run side by side would fill the gaps
+        return Advice(f"{text}: {knobs.inter_op}", "idle_gaps", busy_share)
+    return Advice(
+        f"{text}: the branches already ran side by side, so a thread setting will not fill "
+        "them: see where they fall on the timeline (trace.idle_gaps(lane)).",
+        "idle_gaps",
+        busy_share,
+    )
+
+
+def _longest_gap(trace: Trace) -> str:
+    """'; the longest, 2.40 ms on cpu/PTThreadPool 2, 0.10 ms into the run', or ''."""
+    gaps = [
+        (end - start, start, lane)
+        for lane in analysis.worker_lanes(trace)
+        for start, end in analysis.idle_gaps(trace, lane)
+    ]
+    if not gaps:
+        return ""
+    size, start, lane = max(gaps)
+    return (
+        f"; the longest, {size / 1e6:.2f} ms on {lane}, "
+        f"{(start - trace.start) / 1e6:.2f} ms into the run"
+    )
+
+
+def _critical_path_advice(config: dict[str, Any], knobs: Knobs) -> str:
+    if knobs.tool != "parallelgraph":
+        return (
+            "faster ops on the critical path: it takes most of the run, so only making its "
+            f"ops faster shortens it — {knobs.intra_op}"
+        )
+    threads = (config.get("inter_op_threads") or 1) * (config.get("intra_op_threads") or 1)
+    cores = config.get("cores")
+    if cores and threads >= cores and (config.get("intra_op_threads") or 1) < cores:
+        return (
+            f"the critical path takes most of the run: only faster ops on it help. More "
+            f"intra_op_threads would do that, but the {cores} cores are already all in use "
+            f"({threads} threads); fewer inter-op and more intra-op threads may balance better."
+        )
+    return (
+        "raise intra_op_threads: the critical path takes most of the run, so only making "
+        "its ops faster (splitting them across threads) shortens it."
+    )

@@ -1,0 +1,106 @@
+"""The notes of a report: what it left out of the work (waiting and setup), what Numba's compiler
+cost the run, the plan's notes and the producer's, and what overlap means on a GPU."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..trace import EventRole, covered
+
+if TYPE_CHECKING:
+    from ..trace import Trace
+    from .causes import PairReport
+
+
+def left_out(trace: Trace) -> tuple[dict[str, int], tuple[str, ...]]:
+    """What the report did not count as work: the outermost waiting and setup events, each with
+    the time it took away from the work (its span less the work nested in it), by role."""
+    work = trace.work_intervals
+    totals: dict[str, int] = {}
+    lines = []
+    for role, why in (
+        (EventRole.WAITING, "a caller waiting; the ops nested in them still count as work"),
+        (EventRole.SETUP, "loading, initialisation, starting threads"),
+    ):
+        excluded = [
+            (e.duration - covered(work.get(e.lane, []), e.start, e.end), e)
+            for e in trace.left_out().get(role, [])
+        ]
+        excluded = sorted(((ns, e) for ns, e in excluded if ns > 0), key=lambda item: -item[0])
+        totals[role.value] = sum(ns for ns, _ in excluded)
+        if excluded:
+            named = ", ".join(f"{e.name} {ns / 1e6:.2f} ms" for ns, e in excluded[:3])
+            more = f" and {len(excluded) - 3} more" if len(excluded) > 3 else ""
+            lines.append(
+                f"Not counted as work: {len(excluded)} {role.value} event(s) ({named}{more}; "
+                f"{why})."
+            )
+    return totals, tuple(lines)
+
+
+#: The note on an older trace's first run (no "jit" record: the op times may include loading
+#: or compiling kernels).
+FIRST_RUN_NOTE = (
+    "This was its session's first run: the op times include loading the Numba kernels from "
+    "their cache, or compiling them (in a fresh process the first kernel alone takes about half "
+    "a second); run it once more for the steady state."
+)
+
+
+#: Numba's compiler busy for less than this share of a run is not worth a note.
+JIT_NOTE_SHARE = 0.02
+
+
+def notes(trace: Trace) -> tuple[str, ...]:
+    ours = trace.source == "parallelgraph" and not trace.metadata.get("simulated")
+    return ((_jit_note(trace) or ()) if ours else ()) + _plan_notes(trace)
+
+
+def _jit_note(trace: Trace) -> tuple[str, ...] | None:
+    """What Numba's compiler cost this run (the session recorded it: `parallelgraph.jit_clock`)."""
+    jit = trace.metadata.get("jit")
+    if jit is None:  # a trace from before the jit record
+        return (FIRST_RUN_NOTE,) if trace.metadata.get("run") == 0 else None
+    busy, compiled = float(jit.get("busy_s", 0.0)), int(jit.get("compiled", 0))
+    if busy <= JIT_NOTE_SHARE * max(trace.makespan, 1e-9):
+        return None
+    if compiled:
+        what = (
+            f"{compiled} kernel(s) compiled in {float(jit.get('compile_s', 0.0)):.2f} s, their "
+            "first use with these types on this machine (Numba caches them: the next process "
+            "loads them in milliseconds)"
+        )
+    else:
+        what = "kernels loaded from Numba's cache, once per process and argument types"
+    return (
+        f"Numba's compiler held this run up for {busy * 1e3:.0f} ms of its "
+        f"{trace.makespan * 1e3:.0f} ms ({what}); the op times include it: run once more for the "
+        "steady state.",
+    )
+
+
+def _plan_notes(trace: Trace) -> tuple[str, ...]:
+    notes = trace.metadata.get("notes", [])
+    moved = [n for n in notes if "soft placement" in n]
+    # Ours: every plan note but the per-op soft-placement ones (summed up below); another
+    # tool's: what its reader noted.
+    out = [n for n in notes if "soft placement" not in n]
+    if moved:
+        devices = sorted(
+            {n.split("placed on ", 1)[1].split(",")[0] for n in moved if "placed on " in n}
+        )
+        out.append(
+            f"Soft placement: {len(moved)} op(s) placed on {', '.join(devices)} ran on cpu:0 "
+            "because that device was not usable."
+        )
+    return tuple(out)
+
+
+def gpu_notes(pairs: tuple[PairReport, ...], gpu_busy: float | None) -> tuple[str, ...]:
+    if gpu_busy is None or not any(pair.overlapped for pair in pairs):
+        return ()
+    return (
+        "On a GPU, kernels that overlap share its multiprocessors: overlap shows they ran at "
+        "once, not that the run got shorter — compare the makespan with streams=1 "
+        "(pg.plot.compare) to see what the streams bought.",
+    )
