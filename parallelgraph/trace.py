@@ -561,12 +561,13 @@ class Trace:
         return dump(self, path)
 
     @classmethod
-    def load(cls, path: str | Path) -> Trace:
+    def load(cls, path: str | Path, max_bytes: int | None = None) -> Trace:
         """Read a trace-event JSON file (`.json` or gzip): ours, or one written by TensorFlow,
-        PyTorch, JAX, viztracer or another tool (see `parallelgraph.chrome`)."""
+        PyTorch, JAX, ONNX Runtime, Ray, py-spy, viztracer or another tool (see
+        `parallelgraph.chrome`); `max_bytes`: a larger budget for the decompressed text."""
         from .chrome import load
 
-        return load(path)
+        return load(path, max_bytes=max_bytes)
 
     def plot(self, ax: Any = None, **options: Any) -> Any:
         """A Gantt chart of this trace (a matplotlib Figure); see `parallelgraph.plot.gantt`."""

@@ -120,7 +120,10 @@ def hand_trace() -> Trace:
         ),
         key=lambda e: (e.start, e.kind != "op"),
     )
-    return Trace(events, {"config": {"inter_op_threads": 2, "ratio": 0.1}, "notes": ["é", None]})
+    return Trace(
+        events,
+        {"config": {"inter_op_threads": 2, "ratio": 0.1}, "notes": ["é"], "user": ["é", None]},
+    )
 
 
 def test_export_is_strict_trace_event_format():

@@ -207,10 +207,6 @@ def _ours_with(tmp_path: Path, **metadata) -> Path:
     return path
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs validate_metadata called where our files' metadata is read (the lead's file)",
-)
 @pytest.mark.parametrize("bad", [r[1] for r in METADATA[:5]], ids=[r[0] for r in METADATA[:5]])
 def test_our_file_with_ill_typed_metadata_fails_when_read(tmp_path, bad):
     path = _ours_with(tmp_path, **bad)
@@ -230,9 +226,6 @@ def test_event_id_takes_ints_and_strings_and_names_anything_else():
         event_id(True, "t.json", 3, "correlation")
 
 
-@pytest.mark.xfail(
-    strict=True, reason="needs event_id called in producers/pytorch.py (the lead's file)"
-)
 def test_pytorch_correlation_that_is_a_list_names_the_file(tmp_path):
     path = tmp_path / "torch.json"
     path.write_text(

@@ -76,7 +76,7 @@ _TOP = {
     "notes": (_strings, "a list of strings"),
     "lane_kinds": (_string_map, "an object of strings"),
     "simulated": (lambda v: isinstance(v, bool), "true or false"),
-    "imported": (lambda v: isinstance(v, bool), "true or false"),
+    "imported": (lambda v: isinstance(v, dict), "an object (the file it was read from)"),
     "config": (lambda v: isinstance(v, dict), "an object"),
     "simulated_from": (lambda v: isinstance(v, dict), "an object"),
     "jit": (lambda v: isinstance(v, dict), "an object"),

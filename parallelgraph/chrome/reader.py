@@ -30,7 +30,8 @@ from typing import Any
 
 from ..trace import WORK, Trace, role_nesting
 from .document import Document, FlowPoint, Slice, Thread, read_document
-from .files import read_json
+from .files import paused_gc, read_json
+from .metadata import validate_metadata
 from .producers import detect_producer
 from .producers.base import Converted, Draft
 from .roles import infer_waiting
@@ -151,7 +152,7 @@ def _program_order(
 def _metadata(document: Document, source: str, converted: Any) -> dict[str, Any]:
     if source == "parallelgraph":
         metadata = document.header["otherData"].get("metadata", {})
-        return dict(metadata) if isinstance(metadata, dict) else {}
+        return dict(validate_metadata(metadata, document.source))
     imported: dict[str, Any] = {"source": document.source}
     if document.header:
         imported["header"] = document.header  # e.g. PyTorch's schemaVersion, deviceProperties
@@ -191,9 +192,12 @@ def from_chrome(document: Any, source: str = "<trace>") -> Trace:
     return Trace(events, _metadata(parsed, producer.name, converted), nested=True)
 
 
-def load(path: str | Path) -> Trace:
+def load(path: str | Path, max_bytes: int | None = None) -> Trace:
     """Read a trace file — `.json` or gzip, or the one trace file in a folder — written by
     parallelgraph, TensorFlow, PyTorch, JAX, viztracer or another tool. A ValueError naming
-    the file says what is wrong with a malformed one."""
-    document, source = read_json(path)
-    return from_chrome(document, source)
+    the file says what is wrong with a malformed one; `max_bytes` raises the budget for the
+    decompressed text (`files.read_json`). The collector is paused while the events are built:
+    they are many small objects, and its passes made loading quadratic."""
+    document, source = read_json(path, max_bytes)
+    with paused_gc():
+        return from_chrome(document, source)

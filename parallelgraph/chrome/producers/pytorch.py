@@ -42,6 +42,7 @@ from typing import Any
 
 from ...trace import EventRole
 from ..document import Document, Slice, Thread
+from ..metadata import event_id
 from .base import (
     Converted,
     Draft,
@@ -274,7 +275,9 @@ def convert(document: Document) -> Converted:
             ),
             piece,
         )
-        correlation = piece.args.get("correlation")
+        correlation = event_id(
+            piece.args.get("correlation"), document.source, piece.index, "correlation"
+        )
         if piece.cat in LAUNCHES and correlation is not None:
             launches[correlation] = draft
         elif pid in gpu_pids and correlation is not None:
