@@ -91,8 +91,22 @@ def step_load(path: Path, trace: pg.Trace, repeats: int) -> float:
     return timed(lambda: pg.Trace.load(path).events, repeats)
 
 
+def step_explain(path: Path, trace: pg.Trace, repeats: int) -> float:
+    """explain() of the loaded trace, worded (each run on a fresh copy: the trace caches
+    nothing the report needs, but the copy keeps the runs alike)."""
+    return timed(
+        lambda: str(pg.Trace(trace.events, trace.metadata, nested=True).explain()), repeats
+    )
+
+
+def step_simulate(path: Path, trace: pg.Trace, repeats: int) -> float:
+    """pg.simulate of the loaded trace with two inter-op threads on two cores."""
+    config = pg.Config(inter_op_threads=2, intra_op_threads=1)
+    return timed(lambda: pg.simulate(trace, config, cores=2).events, repeats)
+
+
 #: The columns of the doubling table: name -> step(path, loaded trace, repeats) -> seconds.
-DOUBLING_STEPS = {"load": step_load}
+DOUBLING_STEPS = {"load": step_load, "explain": step_explain, "simulate": step_simulate}
 
 
 def doubling(max_events: int, repeats: int, rows: int = 7) -> list[tuple[int, dict[str, float]]]:
