@@ -242,6 +242,8 @@ def read_document(document: Any, source: str) -> Document:
         if not isinstance(raw, dict):
             raise ValueError(f"{source}: event {index} is not an object: {raw!r:.80}")
         phase = raw.get("ph")
+        if not isinstance(phase, str):
+            continue  # no phase a viewer knows (a list, a number): skipped like an unknown one
         if phase == "M":
             _read_metadata(raw, result)
         if phase not in TIMED_PHASES:

@@ -51,7 +51,13 @@ _OUT = 1 << 20
 
 def trace_file(path: Path) -> Path:
     """`path` itself, or the one trace file inside the folder `path`."""
-    if not path.exists():
+    try:
+        exists = path.exists()
+    except OSError as problem:  # a name too long for the file system
+        raise ValueError(f"{path}: cannot be read: {problem.strerror}") from None
+    if not exists:
+        if path.is_symlink():
+            raise FileNotFoundError(f"{path}: a symlink to nothing (a missing target, or a loop)")
         raise FileNotFoundError(f"{path}: No such file or folder")
     if not path.is_dir():
         return path
@@ -72,13 +78,16 @@ def max_bytes_allowed(max_bytes: int | None = None) -> int:
         if not text:
             return DEFAULT_MAX_BYTES
         try:
-            max_bytes = int(float(text)) if any(c in text for c in ".eE") else int(text)
-        except ValueError:
+            number = int(float(text)) if any(c in text for c in ".eE") else int(text)
+        except (ValueError, OverflowError):  # "lots", "nan"; "inf" and "1e400"
+            number = 0
+        if number < 1:
             raise ValueError(
-                f"{MAX_BYTES_VARIABLE}={text!r}: not a number of bytes (e.g. 4000000000)"
-            ) from None
+                f"{MAX_BYTES_VARIABLE}={text!r}: not a number of bytes >= 1 (e.g. 4000000000)"
+            )
+        return number
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
-        raise ValueError(f"max_bytes must be a positive number of bytes, got {max_bytes!r}")
+        raise ValueError(f"max_bytes must be a positive int of bytes, got {max_bytes!r}")
     return max_bytes
 
 
@@ -204,6 +213,8 @@ def read_json(path: str | Path, max_bytes: int | None = None) -> tuple[Any, str]
     text for messages; ValueError naming the file for anything that is not a trace's JSON, or
     for more than `max_bytes` bytes of JSON (see `max_bytes_allowed`)."""
     limit = max_bytes_allowed(max_bytes)
+    if isinstance(path, str) and not path.strip():  # Path("") would be the working folder
+        raise ValueError(f"{path!r}: an empty path; name a trace file or its folder")
     path = trace_file(Path(path))
     source = str(path)
     with open(path, "rb") as file:
