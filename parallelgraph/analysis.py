@@ -61,13 +61,17 @@ def outermost_inputs(trace: Trace, program_order: bool = False) -> dict[str, set
     dependency of the `aten::linear` around it); with `program_order`, also the op before it
     on its lane when the producer ran that lane in program order (`TraceEvent.after`)."""
     parent = {e.name: e.parent for e in trace.ops(nested=True)}
+    roots: dict[str, str] = {}  # each name's root, once: deep nesting made this quadratic
 
     def root(name: str) -> str:
-        seen = {name}
-        while parent.get(name) is not None and parent[name] in parent and parent[name] not in seen:
-            name = parent[name]
+        path, seen = [name], {name}
+        while name not in roots and (up := parent.get(name)) in parent and up not in seen:
+            name = up
+            path.append(name)
             seen.add(name)
-        return name
+        found = roots.get(name, name)
+        roots.update(dict.fromkeys(path, found))
+        return found
 
     inputs: dict[str, set[str]] = {e.name: set() for e in trace.ops()}
     for event in trace.ops(nested=True):
@@ -221,6 +225,8 @@ def data_inputs(trace: Trace) -> dict[str, set[str]]:
     parent = {e.name: e.parent for e in trace.ops(nested=True)}
     graph: dict[str, set[str]] = {name: set() for name in parent}
     for event in trace.ops(nested=True):
+        if not event.inputs:  # nothing to add up its chain (deep nesting made this quadratic)
+            continue
         node: str | None = event.name
         seen: set[str] = set()
         while node is not None and node in graph and node not in seen:
@@ -335,7 +341,11 @@ def all_busy_fraction(trace: Trace, lanes: list[str], window: list[tuple[int, in
     total = sum(end - start for start, end in window)
     if not total or not lanes:
         return 0.0
-    busy_per_lane = [trace.work_spans(e for e in trace.ops() if e.lane == lane) for lane in lanes]
+    on_lane: dict[str, list[TraceEvent]] = {lane: [] for lane in lanes}
+    for event in trace.ops():  # one pass, not one per lane: O(events + lanes)
+        if event.lane in on_lane:
+            on_lane[event.lane].append(event)
+    busy_per_lane = [trace.work_spans(on_lane[lane]) for lane in lanes]
     covered = window
     for busy in busy_per_lane:
         covered = intersect(covered, busy)

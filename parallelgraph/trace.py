@@ -352,6 +352,7 @@ class Trace:
         self._events: tuple[TraceEvent, ...] | None = self._given if nested else None
         self._lanes: tuple[str, ...] | None = None
         self._work: dict[str, Intervals] | None = None
+        self._bounds: tuple[int, int] | None = None  # (start, end), once: O(lanes) each
         self._records: tuple[Plan, list[tuple[Any, ...]]] | None = None
         self.metadata: dict[str, Any] = dict(metadata or {})
 
@@ -426,14 +427,22 @@ class Trace:
     @property
     def start(self) -> int:
         """ns: when the first work began (of any event, in a trace without work)."""
-        starts = [spans[0][0] for spans in self.work_intervals.values() if spans]
-        return min(starts, default=min((e.start for e in self.events), default=0))
+        return self._start_end()[0]
 
     @property
     def end(self) -> int:
         """ns: when the last work ended (of any event, in a trace without work)."""
-        ends = [spans[-1][1] for spans in self.work_intervals.values() if spans]
-        return max(ends, default=max((e.end for e in self.events), default=0))
+        return self._start_end()[1]
+
+    def _start_end(self) -> tuple[int, int]:
+        if self._bounds is None:  # the events never change, so neither do these
+            spans = [spans for spans in self.work_intervals.values() if spans]
+            events = self.events
+            self._bounds = (
+                min((s[0][0] for s in spans), default=min((e.start for e in events), default=0)),
+                max((s[-1][1] for s in spans), default=max((e.end for e in events), default=0)),
+            )
+        return self._bounds
 
     @property
     def makespan(self) -> float:
@@ -530,6 +539,8 @@ class Trace:
         """(start_ms, end_ms) from the trace start of each idle stretch of `lane`."""
         from .analysis import idle_gaps
 
+        if lane not in self.all_lanes and lane not in self.work_intervals:
+            raise ValueError(f"no lane {lane!r} in this trace; its lanes: {self.all_lanes}")
         origin = self.start
         return [
             ((start - origin) / 1e6, (end - origin) / 1e6)

@@ -48,14 +48,14 @@ builds the report from them.
 
 from __future__ import annotations
 
+import bisect
 import html
-import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import analysis
-from ..branches import default_branches, select
+from ..branches import Branch, default_branches, select
 from ..evidence import Advice
 from .advice import Workers, gpu_suggestion, possible_workers, suggestion
 from .causes import (
@@ -221,11 +221,9 @@ def explain(trace: Trace, *branches: str) -> Explanation:
     if "cores" in trace.metadata:
         config["cores"] = trace.metadata["cores"]
     chosen = [select(trace, b) for b in branches] if branches else default_branches(trace)
-    pairs_all = sorted(  # the pairs of the largest branches first: they matter most
-        itertools.combinations(chosen, 2), key=lambda pair: -min(b.busy_ns for b in pair)
-    )
+    first_pairs = _largest_pairs(chosen, MAX_PAIRS)
     context = Context(trace, config, _knobs(trace), {b.label: b for b in chosen})
-    pairs = _ranked(pair_report(context, a, b) for a, b in pairs_all[:MAX_PAIRS])
+    pairs = _ranked(pair_report(context, a, b) for a, b in first_pairs)
     work = analysis.total_work(trace)
     used = max(1, len(analysis.compute_lanes(trace)))
     path = analysis.critical_path(trace)
@@ -248,13 +246,37 @@ def explain(trace: Trace, *branches: str) -> Explanation:
         lower_bound_ns=bound,
         notes=report_notes,
         suggestion=advice.text,
-        omitted_pairs=max(0, len(pairs_all) - MAX_PAIRS),
+        omitted_pairs=len(chosen) * (len(chosen) - 1) // 2 - len(first_pairs),
         gpu_busy=gpu_busy,
         source=trace.source,
         possible=possible,
         advice=advice,
         left_out_ns=left_out_ns,
     )
+
+
+def _largest_pairs(chosen: list[Branch], limit: int) -> list[tuple[Branch, Branch]]:
+    """The first `limit` of the pairs of `chosen`, the pairs of the largest branches first
+    (by the smaller one's busy time; ties in the order of `itertools.combinations`), without
+    making all n²/2 of them: a trace with a branch per thread can have thousands.
+
+    The pairs whose smaller branch has busy time v are those of the branches of at least v
+    with one of exactly v; each value, from the largest down, takes O(n) and gives a pair once
+    two branches are in, so this is O(limit · n) however many branches tie."""
+    found: list[tuple[Branch, Branch]] = []
+    for value in sorted({b.busy_ns for b in chosen}, reverse=True):
+        among = [b for b in chosen if b.busy_ns >= value]
+        tied = [p for p, b in enumerate(among) if b.busy_ns == value]
+        for position, first in enumerate(among):
+            if first.busy_ns == value:
+                seconds: Iterable[int] = range(position + 1, len(among))
+            else:
+                seconds = tied[bisect.bisect_right(tied, position) :]
+            for other in seconds:
+                found.append((first, among[other]))
+                if len(found) == limit:
+                    return found
+    return found
 
 
 def _ranked(reports: Iterable[PairReport]) -> tuple[PairReport, ...]:

@@ -89,9 +89,11 @@ def convert(document: Document, ours: bool = False) -> Converted:
             piece,
         )
     if not ours:  # a foreign file's thread names say nothing about what a lane is
-        for lane in {draft.lane for draft in converted.drafts}:
-            copies = all(d.kind == "copy" for d in converted.drafts if d.lane == lane)
-            converted.lane_kinds[lane] = LaneKind.COPY if copies else LaneKind.WORKER
+        copies: dict[str, bool] = {}  # one pass: a lane per thread made this quadratic
+        for draft in converted.drafts:
+            copies[draft.lane] = copies.get(draft.lane, True) and draft.kind == "copy"
+        for lane, only_copies in copies.items():
+            converted.lane_kinds[lane] = LaneKind.COPY if only_copies else LaneKind.WORKER
     return converted
 
 
