@@ -35,6 +35,7 @@ A zoom window `t0`, `t1` (ms) keeps only the events that intersect it and limits
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -257,6 +258,17 @@ class _Window:
         return (ns - self.origin) / 1e6
 
 
+def _zoom_ms(name: str, value: object) -> float:
+    """A zoom bound as a finite number of ms, or a ValueError naming it."""
+    try:
+        ms = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        ms = math.nan
+    if not math.isfinite(ms):
+        raise ValueError(f"zoom {name}={value!r}: must be a finite number of ms")
+    return ms
+
+
 def _window(
     trace: Trace, t0: float | None, t1: float | None, time_origin: int | None
 ) -> tuple[_Window, bool]:
@@ -266,8 +278,8 @@ def _window(
     if t0 is None and t1 is None:
         pad = max(span, 1e-6) * 0.01
         return _Window(origin, min(0.0, span) - pad, max(span, 0.0) + pad), False
-    lo = 0.0 if t0 is None else float(t0)
-    hi = span if t1 is None else float(t1)
+    lo = 0.0 if t0 is None else _zoom_ms("t0", t0)
+    hi = span if t1 is None else _zoom_ms("t1", t1)
     if hi <= lo:
         raise ValueError(f"empty zoom window: t0={t0} ms, t1={t1} ms (need t0 < t1)")
     return _Window(origin, lo, hi), True
@@ -385,6 +397,12 @@ def _flatten_traces(traces: tuple[Trace | Sequence[Trace], ...]) -> list[Trace]:
         runs.extend([item] if isinstance(item, Trace) else item)
     if not runs:
         raise ValueError("compare needs at least one trace")
+    for index, run in enumerate(runs):
+        if not isinstance(run, Trace):
+            raise TypeError(
+                f"compare takes Traces (pg.Trace.load(path) reads a file), got "
+                f"{type(run).__name__} {run!r:.60} as trace {index}"
+            )
     return runs
 
 
