@@ -149,6 +149,11 @@ def summarize(preset: Preset, config: Config, measurement: Measurement) -> dict[
 
 def command_run(args: argparse.Namespace) -> int:
     device_name = "gpu:0" if args.device == "gpu" else None
+    if args.address is not None and args.executor != "dask":
+        raise ValueError(
+            f"--address {args.address!r} is a Dask scheduler's: it needs --executor dask "
+            f"(this run's executor is {args.executor!r})"
+        )
     preset = build_preset(args.preset, args.size, args.dtype, device_name)
     config = Config(
         inter_op_threads=args.inter,

@@ -13,6 +13,7 @@ The two pools, in one sentence each:
 
 from __future__ import annotations
 
+import numbers
 import os
 from dataclasses import dataclass, fields
 from typing import Any
@@ -93,6 +94,9 @@ class Config:
     def _validate(self) -> None:
         for name, minimum in (("inter_op_threads", 0), ("intra_op_threads", 0), ("streams", 1)):
             value = getattr(self, name)
+            if isinstance(value, numbers.Integral) and not isinstance(value, (bool, int)):
+                value = int(value)  # NumPy's ints (a sweep over np.arange) are counts too
+                object.__setattr__(self, name, value)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise ValueError(f"Config.{name} must be an int >= {minimum}, got {value!r}")
             if name == "streams" and value > MAX_STREAMS:
@@ -145,6 +149,10 @@ class Config:
     def replace(self, **changes: Any) -> Config:
         """A copy with some settings changed (aliases accepted)."""
         settings = {f.name: getattr(self, f.name) for f in fields(self)}  # shallow: keeps Clients
+        named = [ALIASES.get(k, k) for k in changes]
+        twice = sorted({name for name in named if named.count(name) > 1})
+        if twice:
+            raise TypeError(f"Config.replace got {twice[0]!r} twice (once through an alias)")
         return Config(**{**settings, **{ALIASES.get(k, k): v for k, v in changes.items()}})
 
     def resolved(self) -> Config:

@@ -338,12 +338,7 @@ def sweep(
     ...                   repeats=20)                                     # doctest: +SKIP
     >>> print(result); result.heatmap()                                  # doctest: +SKIP
     """
-    if repeats < 1 or warmup < 0:
-        raise ValueError(f"need repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
-    grid = {key: list(values) for key, values in grid.items()}
-    for key, values in grid.items():
-        if not values:
-            raise ValueError(f"grid[{key!r}] is empty")
+    grid = _checked_grid(build, grid, repeats, warmup, seed, precision)
     cells = [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
     base_index = 0
     if baseline:
@@ -364,6 +359,47 @@ def sweep(
     if predict:
         _predict(result)
     return result
+
+
+#: The most cells a sweep may have: each holds a session (its threads) for the whole sweep.
+MAX_CELLS = 1024
+#: What a preset's build takes besides the Config keys (see `presets.build_preset`).
+PRESET_PARAMETERS = ("size", "dtype", "device_name")
+
+
+def _whole(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"sweep({name}={value!r}): need {name} >= {minimum}, a whole number")
+
+
+def _checked_grid(
+    build: Any, grid: Any, repeats: Any, warmup: Any, seed: Any, precision: Any
+) -> dict[str, list[Any]]:
+    """The grid as lists, or a ValueError/TypeError naming the argument that is wrong."""
+    _whole("repeats", repeats, 1)
+    _whole("warmup", warmup, 0)
+    _whole("seed", seed, 0)
+    if not isinstance(precision, (int, float)) or not 0 < precision < 1:
+        raise ValueError(f"sweep(precision={precision!r}): a fraction between 0 and 1 (0.05)")
+    if not isinstance(grid, Mapping):
+        raise TypeError(f"sweep's grid maps names to lists of values, got {type(grid).__name__}")
+    checked: dict[str, list[Any]] = {}
+    for key, values in grid.items():
+        if isinstance(values, (str, bytes, Mapping)) or not hasattr(values, "__iter__"):
+            raise TypeError(f"grid[{key!r}] must be a list of values, got {values!r:.60}")
+        if not values:
+            raise ValueError(f"grid[{key!r}] is empty")
+        if isinstance(build, str) and _config_key(key) is None and key not in PRESET_PARAMETERS:
+            known = sorted({*SHORT_NAMES, *CONFIG_KEYS, *PRESET_PARAMETERS})
+            raise ValueError(f"grid key {key!r} is no preset parameter or Config setting: {known}")
+        checked[key] = list(values)
+    cells = int(np.prod([len(v) for v in checked.values()], dtype=object))
+    if cells > MAX_CELLS:
+        raise ValueError(
+            f"the grid has {cells:,} cells, more than {MAX_CELLS:,} (each holds a session "
+            "for the whole sweep): sweep fewer values at a time"
+        )
+    return checked
 
 
 def _open_sessions(
