@@ -691,6 +691,7 @@ class Dashboard:
         self._idle.set()
         self._busy = False
         self._pending = False
+        self.closed = False
         self._stop_signal: StopSignal | None = None
         self._stop_reason = "stopped"
         self._last_progress = 0.0
@@ -698,7 +699,7 @@ class Dashboard:
         self._canvas: Any = None  # the ipympl canvas, once there is an interactive figure
         self.param_controls = params
         self.knob_controls = self._make_knob_controls(start_knobs)
-        self.controls = {**self.param_controls, **self.knob_controls}
+        self.controls = _Controls({**self.param_controls, **self.knob_controls})
         self._make_buttons(auto_run)
         self._make_output_area()
         self.widget = self._layout()
@@ -761,7 +762,14 @@ class Dashboard:
                     f"{build.__name__}() parameter {name!r} needs a control or a default: "
                     f"pg.dashboard({build.__name__}, {name}=(low, high))"
                 )
-            widget = interactive.widget_from_abbrev(abbrev, default)
+            if isinstance(abbrev, (list, tuple, dict)) and not abbrev:
+                raise ValueError(f"{build.__name__}() parameter {name}={abbrev!r}: no values")
+            try:
+                widget = interactive.widget_from_abbrev(abbrev, default)
+            except ValueError as problem:  # (64, 8), (nan, nan): interact's words, our name
+                raise ValueError(
+                    f"{build.__name__}() parameter {name}={abbrev!r}: {problem}"
+                ) from None
             if widget is None or isinstance(widget, fixed):  # a value to pass as it is
                 controls[name] = fixed(abbrev.value if isinstance(abbrev, fixed) else abbrev)
                 continue
@@ -952,7 +960,7 @@ class Dashboard:
     def _on_change(self, change: dict[str, Any]) -> None:
         if change.get("owner") is self.knob_controls["device"]:
             self._update_gpu_controls()
-        if not self.auto_run.value or self.runs == 0:
+        if not self.auto_run.value or self.runs == 0 or self.closed:
             return
         try:
             unchanged = self.result is not None and self.settings() == self.result.settings
@@ -964,6 +972,8 @@ class Dashboard:
     def run(self) -> None:
         """Start a run with the controls' settings in a background thread and return; if a
         run is going, run once more after it (with the controls' values then)."""
+        if self.closed:  # its session would reopen with nothing left to close it
+            raise RuntimeError("this dashboard is closed; make a new one (pg.dashboard(...))")
         with self._lock:
             self.runs += 1
             if self._busy:
@@ -1155,6 +1165,7 @@ class Dashboard:
 
     def close(self) -> None:
         """Stop a run, close the session (joining its threads) and every widget."""
+        self.closed = True
         self.stop()
         self._idle.wait(30)
         self.runner.close()
@@ -1169,6 +1180,13 @@ class Dashboard:
     def __repr__(self) -> str:
         last = f"last {self.result.median_ms:.2f} ms" if self.result else "not run"
         return f"<Dashboard {self.settings_text()}; {last}>"
+
+
+class _Controls(dict):
+    """The dashboard's widgets by name; a wrong name says which names there are."""
+
+    def __missing__(self, name: Any) -> Any:
+        raise KeyError(f"no control {name!r}; the controls: {sorted(self)}")
 
 
 def _ipympl_canvas(figure: Any) -> Any:
