@@ -1,4 +1,4 @@
-"""A fresh hunt beside issue 22's cases: about 150 inputs a careless or hostile user could give
+"""A fresh hunt beside issue 22's cases: about 250 inputs a careless or hostile user could give
 — hand-written trace files, paths, the command line, configs, sessions, sweeps and the
 dashboard. Each must end in a correct result or ONE clear line (ValueError, TypeError,
 GraphError, ...) naming the file or argument: never a raw error from deep inside, never a hang,
@@ -468,7 +468,7 @@ def test_arguments_argparse_refuses_exit_2_with_one_line(capsys, argv):
     assert "error:" in err[-1] and "Traceback" not in "".join(err)
 
 
-def test_plot_to_a_device_or_a_new_folder_writes_and_keeps_the_device(tmp_path, capsys):
+def test_plot_into_folders_not_there_yet_and_as_svg(tmp_path, capsys):
     files = _cli_files(tmp_path)
     assert main(["plot", files["GOOD"], "--out", str(tmp_path / "new" / "deep" / "p.png")]) == 0
     assert (tmp_path / "new" / "deep" / "p.png").read_bytes()[:4] == b"\x89PNG"
