@@ -201,3 +201,21 @@ def test_a_waiting_caller_does_not_make_a_busy_lane():
     report = trace.explain()
     assert report.pairs[0].overlapped
     assert "Not counted as work: 1 waiting event(s) (step" in str(report)
+
+
+def test_two_events_that_flow_to_each_other_are_not_both_waiting():
+    """A flow both ways between two threads that start together: neither launched the other,
+    so neither is judged waiting, and the work is not zero (found by the input hunt)."""
+    events = [
+        {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 10},
+        {"ph": "X", "name": "a.child", "pid": 1, "tid": 1, "ts": 1, "dur": 1},
+        {"ph": "X", "name": "b", "pid": 1, "tid": 2, "ts": 0, "dur": 10},
+        {"ph": "X", "name": "b.child", "pid": 1, "tid": 2, "ts": 1, "dur": 1},
+        {"ph": "s", "id": 1, "pid": 1, "tid": 1, "ts": 0.5, "bp": "e"},
+        {"ph": "f", "id": 1, "pid": 1, "tid": 2, "ts": 0.5, "bp": "e"},
+        {"ph": "s", "id": 2, "pid": 1, "tid": 2, "ts": 0.5, "bp": "e"},
+        {"ph": "f", "id": 2, "pid": 1, "tid": 1, "ts": 0.5, "bp": "e"},
+    ]
+    trace = from_chrome(events)
+    assert all(e.role is EventRole.WORK for e in trace.events)
+    assert trace.work() == pytest.approx(20e-6)

@@ -123,10 +123,17 @@ def _make_names_unique(drafts: Sequence[Draft]) -> None:
 
 
 def _attach_inputs(edges: Iterable[tuple[Draft, Draft]]) -> None:
-    for producer, consumer in edges:
-        producer, consumer = producer.parent or producer, consumer.parent or consumer
+    """Each edge as an input of its consumer (of the op, for a shard's edge); two events with
+    flows both ways are messages, not an order, and neither becomes the other's input."""
+    pairs = [
+        (producer.parent or producer, consumer.parent or consumer) for producer, consumer in edges
+    ]
+    ids = {(id(producer), id(consumer)) for producer, consumer in pairs}
+    for producer, consumer in pairs:  # in the order the producer gave them
         if consumer.kind == "shard" or producer is consumer:
             continue  # a shard without its op (generic files) keeps no inputs
+        if (id(consumer), id(producer)) in ids:
+            continue
         if producer.name not in consumer.inputs:
             consumer.inputs.append(producer.name)
 

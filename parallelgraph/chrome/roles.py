@@ -60,8 +60,9 @@ def _working_at(spans: Intervals, starts: list[int], t: int) -> bool:
 
 
 def _within(spans: Intervals, starts: list[int], draft: Draft) -> Intervals:
-    """The busy spans that lie inside the draft's span."""
-    first = bisect.bisect_left(starts, draft.start)
+    """The busy spans that lie inside the draft's span and began after it began (work it
+    launched: two events that start together cannot both have launched the other)."""
+    first = bisect.bisect_right(starts, draft.start)
     inside = []
     for start, end in spans[first:]:
         if start >= draft.end:
