@@ -17,3 +17,11 @@ def check_range(start, stop, size):
     """Raise IndexError unless 0 <= start <= stop <= size (an empty range is fine)."""
     if start < 0 or stop < start or stop > size:
         raise IndexError("row kernel: range out of bounds")
+
+
+@njit(nogil=True, cache=True, inline="always")
+def check_rows2(x, out, row_start, row_stop):
+    """The rows exist in both 2-D views and have the same width."""
+    check_range(row_start, row_stop, min(x.shape[0], out.shape[0]))
+    if x.shape[1] != out.shape[1]:
+        raise IndexError("row kernel: operand widths differ")

@@ -15,24 +15,16 @@ from __future__ import annotations
 
 from numba import njit
 
-from .bounds import check_range
+from .bounds import check_rows2
 from .vecmath import tanh_rows
 
 __all__ = ["accumulate_rows", "add_rows", "multiply_rows", "relu_rows", "tanh_rows"]
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _check_rows2(x, out, row_start, row_stop):
-    """The rows exist in both 2-D views and have the same width (see kernels.bounds)."""
-    check_range(row_start, row_stop, min(x.shape[0], out.shape[0]))
-    if x.shape[1] != out.shape[1]:
-        raise IndexError("row kernel: operand widths differ")
-
-
-@njit(nogil=True, cache=True, inline="always")
 def _check_rows3(a, b, out, row_start, row_stop):
-    _check_rows2(a, out, row_start, row_stop)
-    _check_rows2(b, out, row_start, row_stop)
+    check_rows2(a, out, row_start, row_stop)
+    check_rows2(b, out, row_start, row_stop)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -80,7 +72,7 @@ def multiply_rows(a, b, out, row_start, row_stop):
 @njit(nogil=True, cache=True)
 def accumulate_rows(out, x, row_start, row_stop):
     """out[r0:r1] += x[r0:r1] (add_n folds its inputs left to right with this)."""
-    _check_rows2(x, out, row_start, row_stop)
+    check_rows2(x, out, row_start, row_stop)
     for i in range(row_start, row_stop):
         src, dst = x[i], out[i]
         for j in range(dst.shape[0]):
@@ -89,7 +81,7 @@ def accumulate_rows(out, x, row_start, row_stop):
 
 @njit(nogil=True, cache=True)
 def relu_rows(x, out, row_start, row_stop):
-    _check_rows2(x, out, row_start, row_stop)
+    check_rows2(x, out, row_start, row_stop)
     for i in range(row_start, row_stop):
         src = x[i]
         dst = out[i]

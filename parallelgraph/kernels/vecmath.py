@@ -49,7 +49,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
-from .bounds import check_range
+from .bounds import check_rows2
 
 #: The largest error of `tanh_rows`, in units in the last place of the result's dtype, against
 #: the exact tanh (float32: the float64 tanh, exact to ~2**-29 ulp; float64: the x86 long double
@@ -255,18 +255,10 @@ def _tanh_scalar(x):
     return None
 
 
-@njit(nogil=True, cache=True, inline="always")
-def _check_rows2(x, out, row_start, row_stop):
-    """The rows exist in both 2-D views and have the same width (see kernels.bounds)."""
-    check_range(row_start, row_stop, min(x.shape[0], out.shape[0]))
-    if x.shape[1] != out.shape[1]:
-        raise IndexError("row kernel: operand widths differ")
-
-
 @njit(nogil=True, cache=True, error_model="numpy")
 def tanh_rows(x, out, row_start, row_stop):
     """out[r0:r1] = tanh(x[r0:r1]) on 2-D views, float32 or float64."""
-    _check_rows2(x, out, row_start, row_stop)
+    check_rows2(x, out, row_start, row_stop)
     for i in range(row_start, row_stop):
         src = x[i]
         dst = out[i]
