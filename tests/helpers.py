@@ -76,3 +76,19 @@ def matmul_tanh_chain(name: str, rows: int, width: int, layers: int):
         for _ in range(layers):
             x = pg.tanh(pg.matmul(x, w))
     return g, x
+
+
+def assert_load_refused_in_one_line(path, message: str) -> None:
+    """`pg.Trace.load(path)` raises a ValueError of one line that starts with the file's path
+    and matches the regular expression `message`."""
+    import re
+
+    import pytest
+
+    import parallelgraph as pg
+
+    with pytest.raises(ValueError) as caught:
+        pg.Trace.load(path)
+    line = str(caught.value)
+    assert line.startswith(f"{path}: ") and "\n" not in line, line
+    assert re.search(message, line), line

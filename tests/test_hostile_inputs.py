@@ -12,6 +12,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from helpers import assert_load_refused_in_one_line
 
 import parallelgraph as pg
 from parallelgraph.chrome.files import MAX_BYTES_VARIABLE, read_json
@@ -53,11 +54,7 @@ TABLE = [
 def test_hostile_trace_file_gives_one_line_naming_the_file(tmp_path, text, message):
     path = tmp_path / "hostile.json"
     path.write_text(text)
-    with pytest.raises(ValueError) as caught:
-        pg.Trace.load(path)
-    line = str(caught.value)
-    assert line.startswith(f"{path}: ") and "\n" not in line
-    assert re.search(message, line), line
+    assert_load_refused_in_one_line(path, message)
 
 
 def test_hostile_trace_file_in_the_cli_is_one_line_not_a_traceback(tmp_path, capsys):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import assert_load_refused_in_one_line
 
 import parallelgraph as pg
 from parallelgraph.chrome.files import MAX_BYTES_VARIABLE
@@ -270,11 +271,7 @@ REFUSED = [
 def test_broken_trace_files_are_one_line_naming_the_file(tmp_path, text, message):
     path = tmp_path / "broken.json"
     path.write_text(text)
-    with pytest.raises(ValueError) as caught:
-        pg.Trace.load(path)
-    line = str(caught.value)
-    assert line.startswith(f"{path}: ") and "\n" not in line, line
-    assert re.search(message, line), line
+    assert_load_refused_in_one_line(path, message)
 
 
 BINARY = [
