@@ -21,6 +21,12 @@ Grid keys that name Config settings (`inter`/`intra` are short for the thread co
 names work too) configure sessions; the others are passed to `build(**params)`, which returns a
 Preset, a (graph, fetch) pair or a Graph (then its sink ops are fetched) — or `build` is a preset
 name ("two-networks", ...) and the other keys are its `size`/`dtype`.
+
+With `framework="tensorflow"` (or "pytorch", "onnxruntime", "jax", "numpy") the sweep measures
+the user's own program instead: `build(setting)` returns the step to time, and every cell runs
+in a worker process of its own with the framework's knobs set before it starts
+(`parallelgraph.frameworks`). The result is the same SweepResult, with what each framework
+reported it used (`read_back`) and `verify()` to measure explain()'s advice.
 """
 
 from __future__ import annotations
@@ -92,6 +98,26 @@ class SweepResult:
     noise: dict[str, Any] = field(default_factory=dict)
     predicted_ms: dict[int, float] = field(default_factory=dict)
     traces: dict[int, list[Trace]] = field(default_factory=dict, repr=False)
+    #: The framework a framework sweep measured (None: parallelgraph's own engine).
+    framework: str | None = None
+    #: Per cell, what the framework reported it used, read back in the worker.
+    read_back: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: What `verify` needs to start workers again (framework sweeps; None once loaded).
+    runner: Any = field(default=None, repr=False, compare=False)
+
+    def is_knob(self, key: str) -> bool:
+        """Whether grid key `key` is a setting (a Config field, or the framework's knob) rather
+        than a parameter of the build function."""
+        if self.framework is not None:
+            from .frameworks.knobs import framework
+
+            return key in framework(self.framework).knobs
+        return _config_key(key) is not None
+
+    def split(self, cell: Mapping[str, Any]) -> tuple[tuple, dict[str, Any]]:
+        """(the build's parameters as a key, the settings) of a cell."""
+        graph = tuple(sorted((k, v) for k, v in cell.items() if not self.is_knob(k)))
+        return graph, {k: v for k, v in cell.items() if self.is_knob(k)}
 
     # -- numbers --------------------------------------------------------------------------------
     def values(self, cell: int) -> list[float]:
@@ -132,10 +158,10 @@ class SweepResult:
     def baseline_of(self, index: int) -> int:
         """The cell a cell is compared with: the same graph parameters with the baseline's
         config settings (so sizes are never compared with each other), else the baseline."""
-        graph, _ = _split(self.cells[index])
-        _, base_settings = _split(self.cells[self.baseline])
+        graph, _ = self.split(self.cells[index])
+        _, base_settings = self.split(self.cells[self.baseline])
         for candidate, cell in enumerate(self.cells):
-            if _split(cell) == (graph, base_settings):
+            if self.split(cell) == (graph, base_settings):
                 return candidate
         return self.baseline
 
@@ -209,7 +235,7 @@ class SweepResult:
 
     def _legend(self) -> str:
         base = self.cells[self.baseline]
-        settings = ", ".join(f"{k}={v}" for k, v in base.items() if _config_key(k) is not None)
+        settings = ", ".join(f"{k}={v}" for k, v in base.items() if self.is_knob(k))
         return (
             f"speed-up against {settings or 'the first cell'} on the same graph; a verdict is "
             "given only when its 95% CI excludes 1.0"
@@ -241,6 +267,8 @@ class SweepResult:
             "seed": self.seed,
             "noise": self.noise,
             "predicted_ms": {str(k): v for k, v in self.predicted_ms.items()},
+            "framework": self.framework,
+            "read_back": {str(k): v for k, v in self.read_back.items()},
             "measurements": [m.__dict__ for m in self.measurements],
         }
         path.write_text(json.dumps(document, indent=1, default=str))
@@ -261,6 +289,8 @@ class SweepResult:
             seed=document["seed"],
             noise=document.get("noise", {}),
             predicted_ms={int(k): v for k, v in document.get("predicted_ms", {}).items()},
+            framework=document.get("framework"),
+            read_back={int(k): v for k, v in document.get("read_back", {}).items()},
         )
 
     def to_csv(self, path: str | Path) -> Path:
@@ -298,6 +328,22 @@ class SweepResult:
         """The Gantt chart of the median run of one cell."""
         return self.median_trace(**params).plot()
 
+    # -- framework sweeps -----------------------------------------------------------------------
+    def explain(self, **params: Any) -> Any:
+        """explain() of the median traced run of the cell matching `params` (a framework
+        sweep with trace=True keeps one profiled step per cell)."""
+        return self.median_trace(**params).explain()
+
+    def verify(self, advice: Any = None, repeats: int | None = None, **params: Any) -> Any:
+        """Measure explain()'s advice on a framework sweep: the cell matching `params` (the
+        baseline by default) against the setting the advice asks for, in fresh workers,
+        interleaved; see `parallelgraph.frameworks.verify`. `advice`: an Advice, an
+        explain() report, a setting such as {"intra": 2}, or None (explain the cell's trace)."""
+        from .frameworks.verify import verify
+
+        index = self._cell_index(params) if params else self.baseline
+        return verify(self, index, advice, repeats)
+
 
 def _as_preset(built: Any) -> tuple[Graph, Any]:
     """(graph, fetch) from what a build function returned."""
@@ -322,7 +368,7 @@ def _builder(build: str | Callable[..., Any]) -> Callable[..., Any]:
 
 def sweep(
     build: str | Callable[..., Any],
-    grid: Mapping[str, Sequence[Any]],
+    grid: Mapping[str, Sequence[Any]] | None = None,
     repeats: int = 10,
     warmup: int = 1,
     seed: int = 0,
@@ -331,13 +377,30 @@ def sweep(
     noise_check: bool = True,
     predict: bool = True,
     progress: bool = True,
+    framework: str | None = None,
+    trace: bool = False,
+    **grid_values: Sequence[Any],
 ) -> SweepResult:
     """Measure every cell of `grid` `repeats` times, interleaved (see the module docstring).
+    Grid values may also be given as keywords (`inter=[1, 2]`), merged into `grid`.
 
     >>> result = pg.sweep("two-networks", {"size": ["small"], "inter": [1, 2], "intra": [1, 2]},
     ...                   repeats=20)                                     # doctest: +SKIP
     >>> print(result); result.heatmap()                                  # doctest: +SKIP
+    >>> pg.sweep(build, framework="pytorch", inter=[1, 2], intra=[1, 2])  # doctest: +SKIP
     """
+    if grid is None or isinstance(grid, Mapping):
+        grid = {**(grid or {}), **grid_values}
+    if framework is not None:
+        from .frameworks.sweep import framework_sweep
+
+        return framework_sweep(
+            build, framework, grid, repeats=repeats, warmup=warmup, seed=seed,
+            baseline=baseline, precision=precision, noise_check=noise_check, trace=trace,
+            predict=predict, progress=progress,
+        )  # fmt: skip
+    if trace:
+        raise ValueError("sweep(trace=True) is for framework sweeps: every run here is traced")
     grid = _checked_grid(build, grid, repeats, warmup, seed, precision)
     cells = [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
     base_index = 0
@@ -430,6 +493,12 @@ def _noise_check(session_fetch: tuple[Session, Any], repeats: int, precision: fl
         lambda planned, trace, wall_ms: samples.append(trace.makespan_ms),
         keep_interrupted=False,
     )
+    return noise_summary(samples, repeats, precision)
+
+
+def noise_summary(samples: Sequence[float], repeats: int, precision: float) -> dict[str, Any]:
+    """The noise check's record from a few runs of the baseline: their spread, the repeats a
+    +-`precision` CI of a median needs, and a warning when that is more than `repeats`."""
     needed = stats.repeats_for_precision(samples, precision)
     noise = {
         "relative_iqr": stats.relative_iqr(samples),
@@ -488,30 +557,25 @@ def _progress_bar(total: int, enabled: bool) -> Any:
     return tqdm(total=total, desc="sweep", unit="run", leave=False)
 
 
-def _split(cell: Mapping[str, Any]) -> tuple[tuple, dict[str, Any]]:
-    """(graph parameters as a key, config settings) of a cell."""
-    graph = tuple(sorted((k, v) for k, v in cell.items() if _config_key(k) is None))
-    return graph, {_config_key(k): v for k, v in cell.items() if _config_key(k) is not None}
-
-
 def _predict(result: SweepResult) -> None:
     """Predicted makespan of each cell: the median trace of the cell with the same graph and
     the baseline's config, replayed (`simulate`) under the cell's config."""
     from .replay import simulate
 
-    _, base_settings = _split(result.cells[result.baseline])
+    _, base_settings = result.split(result.cells[result.baseline])
     references: dict[tuple, Trace] = {}
     for index, cell in enumerate(result.cells):
-        graph, settings = _split(cell)
+        graph, settings = result.split(cell)
         traces = result.traces.get(index)
         if settings == base_settings and traces:
             references[graph] = sorted(traces, key=lambda t: t.makespan_ms)[(len(traces) - 1) // 2]
     for index, cell in enumerate(result.cells):
-        graph, settings = _split(cell)
+        graph, settings = result.split(cell)
         if graph not in references:
             continue
+        config = Config(**{_config_key(k): v for k, v in settings.items()})
         try:
-            result.predicted_ms[index] = simulate(references[graph], Config(**settings)).makespan_ms
+            result.predicted_ms[index] = simulate(references[graph], config).makespan_ms
         except ValueError:
             return  # e.g. GPU traces: not simulated
 

@@ -1,0 +1,309 @@
+"""Sweep a framework's thread settings: one warm worker process per setting, rounds interleaved.
+
+`framework_sweep` is what `pg.sweep(build, framework=..., inter=[...], ...)` runs. The steps,
+each against a way such measurements go wrong by hand:
+
+- **A fresh process per setting** (`pool.Worker`), its knobs set before the framework starts —
+  TensorFlow's and PyTorch's pools cannot be changed once made, JAX's flags are read at import.
+- **Checked before anything starts**: the grid's knob values, the build function (it must
+  pickle: cloudpickle sends a notebook's function by value), the cell count.
+- **Warm**: every worker calls `step()` `warmup` times before anything is timed (graph tracing,
+  JIT compiles, allocator growth).
+- **Interleaved, shuffled rounds** as in `pg.sweep`: round r times every setting once before
+  round r + 1, so a slow phase of a shared machine hits every setting alike. Only one worker
+  runs at a time; the others wait in a blocking read and use no CPU. After a worker's turn a
+  short pause (`SETTLE_S`) lets its pool threads stop spinning (ONNX Runtime's, OpenMP's and
+  Eigen's idle threads spin for a while before they sleep), so they do not slow the next.
+- **Timed inside the worker**: `perf_counter_ns` around `step()` and nothing else, so a
+  measurement costs the step what a bare loop costs it (benchmarks/framework_sweep.py).
+- **Read back**: each worker reports the threads the framework says it uses; the result keeps
+  them (`SweepResult.read_back`) and a setting the framework did not take is said.
+- **Traced with the framework's profiler** (`trace=True`): after the rounds, one step per
+  setting is profiled, loaded with `Trace.load`, kept in `result.traces` and explained in the
+  framework's words; the replay of the baseline's trace predicts each setting (`predicted ms`).
+- **Every ending ends the workers**: done, Ctrl-C (what was measured is kept, marked
+  incomplete), a failure in the user's code (raised as FrameworkError naming the setting, with
+  the worker's traceback), a worker that died (WorkerLost).
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import Config, cpu_count
+from ..sweeps import (
+    MAX_CELLS,
+    Measurement,
+    SweepResult,
+    _checked_grid,
+    _progress_bar,
+    noise_summary,
+)
+from ..trace import Trace
+from .knobs import CHECKS, PROFILE_PREFIX, Framework, framework
+from .pool import Stopped, Worker, Workers
+
+#: Pause after a worker's turn before the next one starts (see the module docstring).
+SETTLE_S = 0.02
+#: Framework sweeps hold a process per cell (a framework import is 100-500 MB each).
+MAX_FRAMEWORK_CELLS = 32
+#: Runs of the baseline setting for the noise check.
+NOISE_RUNS = 5
+_WHOLE_KNOBS = ("inter", "intra", "cores", "blas", "devices")
+
+
+def label_of(framework_: Framework, cell: Mapping[str, Any]) -> str:
+    """'PyTorch inter=2 intra=1 batch=8': how errors and notes name a setting."""
+    return " ".join([framework_.title, *(f"{k}={v}" for k, v in cell.items())])
+
+
+def pickled_build(build: Callable[..., Any]) -> bytes:
+    """The build function as cloudpickle bytes, or a TypeError saying why it cannot travel."""
+    import cloudpickle
+
+    if not callable(build):
+        raise TypeError(
+            f"a framework sweep needs build(setting) -> step, a function; got {build!r:.80}"
+        )
+    try:
+        return cloudpickle.dumps(build)
+    except Exception as error:  # any pickling failure is the user's to see
+        name = getattr(build, "__qualname__", repr(build))
+        raise TypeError(
+            f"build function {name} cannot be sent to a worker process ({error}); build the "
+            "model inside it instead of capturing a live one (a session, a lock, an open file)"
+        ) from error
+
+
+def check_knobs(framework_: Framework, cells: Sequence[Mapping[str, Any]]) -> None:
+    """Every knob value of every cell is one the framework takes; a ValueError naming it."""
+    for cell in cells:
+        for key in _WHOLE_KNOBS:
+            value = cell.get(key)
+            if (
+                key in cell
+                and value is not None
+                and (
+                    isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1
+                )
+            ):
+                raise ValueError(
+                    f"{label_of(framework_, cell)}: {key}={value!r} must be a whole number >= 1 "
+                    "(or None for the framework's default)"
+                )
+        if cell.get("cores") is not None and cell["cores"] > cpu_count():
+            raise ValueError(
+                f"{label_of(framework_, cell)}: cores={cell['cores']} but this machine lets "
+                f"the process use {cpu_count()}"
+            )
+        for key, allowed in framework_.choices.items():
+            if cell.get(key) is not None and cell[key] not in allowed:
+                raise ValueError(
+                    f"{label_of(framework_, cell)}: {key}={cell[key]!r}, one of {list(allowed)}"
+                )
+        refused = CHECKS.get(framework_.name, lambda cell: None)(cell)
+        if refused:
+            raise ValueError(f"{label_of(framework_, cell)}: {refused}")
+
+
+@dataclass
+class Runner:
+    """Everything needed to start a worker for any setting of one sweep (kept by the result,
+    so that `verify` can start new ones)."""
+
+    framework: Framework
+    build: bytes
+    warmup: int
+    steps: int = 1
+    settle_s: float = SETTLE_S
+    repeats: int = 10
+    seed: int = 0
+    #: pids of workers alive now (a test checks that none is left)
+    live: list[int] = field(default_factory=list)
+
+    def start(
+        self, workers: Workers, cells: Sequence[Mapping[str, Any]], is_knob: Callable[[str], bool]
+    ) -> list[tuple[Worker, dict[str, Any]]]:
+        """A worker per cell, set up (all start together, then each is waited for); returns
+        (worker, what the setup replied) per cell."""
+        started = []
+        for cell in cells:
+            knobs = {k: v for k, v in cell.items() if is_knob(k)}
+            params = {k: v for k, v in cell.items() if not is_knob(k)}
+            worker = workers.start(self.framework, knobs, label_of(self.framework, cell))
+            worker.send(
+                "setup",
+                {
+                    "framework": self.framework.name,
+                    "setting": knobs,
+                    "params": params,
+                    "build": self.build,
+                    "warmup": self.warmup,
+                },
+            )
+            started.append(worker)
+        return [(worker, worker.receive()) for worker in started]
+
+    def measure(
+        self,
+        workers: Sequence[Worker],
+        repeats: int,
+        keep: Callable[[Measurement], None],
+        stopped: Callable[[], bool] = lambda: False,
+        progress: Any = None,
+    ) -> bool:
+        """Shuffled interleaved rounds over `workers` (index = cell); each measurement is the
+        mean of `steps` back-to-back steps. False when interrupted or stopped (what was
+        measured is kept)."""
+        rng = np.random.default_rng(self.seed)
+        last = None
+        try:
+            for round_index in range(repeats):
+                for position, cell in enumerate(rng.permutation(len(workers))):
+                    if stopped():
+                        return False
+                    if last is not None and last != cell and self.settle_s:
+                        time.sleep(self.settle_s)
+                    started = time.perf_counter_ns()
+                    times = workers[cell].ask("time", stopped, steps=self.steps)
+                    wall_ms = (time.perf_counter_ns() - started) / 1e6
+                    keep(
+                        Measurement(
+                            int(cell), round_index, position, float(np.mean(times)) / 1e6, wall_ms
+                        )
+                    )
+                    last = cell
+                    if progress is not None:
+                        progress.update(1)
+        except (KeyboardInterrupt, Stopped):
+            return False
+        return True
+
+
+def framework_sweep(
+    build: Callable[..., Any],
+    framework_name: str,
+    grid: Mapping[str, Sequence[Any]],
+    repeats: int = 10,
+    warmup: int = 1,
+    seed: int = 0,
+    baseline: Mapping[str, Any] | None = None,
+    precision: float = 0.05,
+    noise_check: bool = True,
+    trace: bool = False,
+    predict: bool = True,
+    progress: bool = True,
+    steps: int = 1,
+    settle_s: float = SETTLE_S,
+    stopped: Callable[[], bool] = lambda: False,
+) -> SweepResult:
+    """Measure `build`'s step under every cell of `grid` (see the module docstring)."""
+    chosen = framework(framework_name)
+    grid = _checked_grid(build, grid, repeats, warmup, seed, precision)
+    cells = [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
+    if len(cells) > min(MAX_CELLS, MAX_FRAMEWORK_CELLS):
+        raise ValueError(
+            f"the grid has {len(cells)} cells, more than {MAX_FRAMEWORK_CELLS} (each is a "
+            f"{chosen.title} process for the whole sweep): sweep fewer values at a time"
+        )
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"sweep(steps={steps!r}): need a whole number >= 1")
+    check_knobs(chosen, cells)
+    runner = Runner(chosen, pickled_build(build), warmup, steps, settle_s, repeats, seed)
+    result = SweepResult(grid, cells, [], seed=seed, framework=chosen.name, runner=runner)
+    if baseline:
+        result.baseline = result._cell_index(baseline)
+    with Workers() as workers:
+        started = runner.start(workers, cells, result.is_knob)
+        runner.live = workers.pids()
+        result.read_back = {i: reply["read_back"] for i, (_, reply) in enumerate(started)}
+        ordered = [worker for worker, _ in started]
+        if noise_check:
+            base = ordered[result.baseline]
+            samples = [t / 1e6 for t in base.ask("time", stopped, steps=NOISE_RUNS * steps)]
+            samples = [
+                float(np.mean(samples[i : i + steps])) for i in range(0, len(samples), steps)
+            ]
+            result.noise = noise_summary(samples, repeats, precision)
+            if result.noise.get("warning"):
+                warnings.warn(result.noise["warning"], RuntimeWarning, stacklevel=3)
+        bar = _progress_bar(len(cells) * repeats, progress)
+        try:
+            result.complete = runner.measure(
+                ordered, repeats, result.measurements.append, stopped, bar
+            )
+        finally:
+            if bar is not None:
+                bar.close()
+        if trace and result.complete:
+            result.traces = traced(ordered)
+    runner.live = []
+    if trace and result.complete and predict:
+        predict_from_traces(result)
+    return result
+
+
+def traced(workers: Sequence[Worker]) -> dict[int, list[Trace]]:
+    """One profiled step per worker, loaded (the profiler's folder removed afterwards)."""
+    traces = {}
+    for index, worker in enumerate(workers):
+        path = Path(worker.ask("trace"))
+        try:
+            traces[index] = [Trace.load(path)]
+        finally:
+            folders = [p for p in path.parents if p.name.startswith(PROFILE_PREFIX)]
+            shutil.rmtree(folders[0] if folders else path, ignore_errors=True)
+    return traces
+
+
+def replay_config(knobs: Mapping[str, Any], read_back: Mapping[str, Any]) -> Config:
+    """The Config the replay models a setting with: its inter and intra (what the framework
+    read back where the sweep left them to it)."""
+
+    def count(key: str) -> int:
+        for value in (knobs.get(key), read_back.get(key)):
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+                return value
+        return 1
+
+    return Config(inter_op_threads=count("inter"), intra_op_threads=count("intra"))
+
+
+def predicted_ratio(trace: Trace, before: Config, after: Config) -> float | None:
+    """Replayed makespan under `after` over that under `before` (None where the replay
+    cannot model the trace)."""
+    from ..replay import simulate
+
+    try:
+        return simulate(trace, after).makespan_ms / simulate(trace, before).makespan_ms
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def predict_from_traces(result: SweepResult) -> None:
+    """Each cell's predicted time: the baseline-setting cell's measured median times the
+    replay's ratio (this setting over the baseline's) on that cell's trace. Measured and
+    replayed times differ by the profiler's overhead; their ratio does not carry it."""
+    for index, cell in enumerate(result.cells):
+        base = result.baseline_of(index)
+        traces, values = result.traces.get(base), result.values(base)
+        if not traces or not values:
+            continue
+        _, base_knobs = result.split(result.cells[base])
+        _, knobs = result.split(cell)
+        ratio = predicted_ratio(
+            traces[0],
+            replay_config(base_knobs, result.read_back.get(base, {})),
+            replay_config(knobs, result.read_back.get(index, {})),
+        )
+        if ratio is not None:
+            result.predicted_ms[index] = float(np.median(values)) * ratio
