@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 from .config import MAX_STREAMS, MAX_THREADS, STREAM_POLICIES, Config
 from .errors import GraphError, OpError
+from .machine_load import LoadMonitor, busy_note
 from .measure import Measurement, measure, measure_interleaved
 from .presets import PRESETS, TWO_NETWORK_SIZES, Preset, build_preset
 from .saving import write_file
@@ -202,10 +203,13 @@ def command_demo(args: argparse.Namespace) -> int:
         for setting in settings
     }
     try:
-        measured = measure_interleaved(sessions, preset.fetch, args.repeats, warmup=2)
+        with LoadMonitor() as monitor:  # what else used the CPUs while the runs were measured
+            measured = measure_interleaved(sessions, preset.fetch, args.repeats, warmup=2)
     finally:
         for session in sessions.values():
             session.close()
+    # at most inter-op threads plus the intra-op helpers (intra - 1, shared) run at once
+    busy = busy_note(monitor.load, threads_used=max(inter + intra - 1 for inter, intra in settings))
     results = [measured[setting] for setting in settings]
     base = results[0].median_ms
     print(
@@ -219,6 +223,8 @@ def command_demo(args: argparse.Namespace) -> int:
             f"{base / result.median_ms:>9.2f} {result.median_overlap('net1', 'net2'):>18.2f}"
         )
     print(f"(medians of {args.repeats} interleaved repeats; IQR = middle half of the runs)")
+    if busy is not None:
+        print(f"Busy machine: {busy}.")
     traces = [r.median_trace() for r in results[:2]]
     traces[1].save(out / "trace.ctf.json")
     save_figure(compare(traces, labels=["inter-op 1", "inter-op 2"]), out / "timeline.png")

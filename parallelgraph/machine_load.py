@@ -1,0 +1,368 @@
+"""What else used the CPUs while we measured: a busy machine, said out loud.
+
+A speed-up measured on a machine that other processes were using is not a property of the
+graph or the config: two threads need two free cores, and a neighbour that takes a quarter of
+one turns a speed-up of 1.9 into 1.6. Medians of interleaved repeats absorb short bursts, not a
+neighbour that runs all along. So a measurement should say when the machine was busy, in
+numbers, next to its result. `LoadMonitor` measures that; `busy_note` turns it into a sentence,
+or into nothing on a quiet machine.
+
+How it is measured (Linux, from procfs; two samples, at start and at stop, and nothing in
+between, so a monitor costs a few dozen small file reads whatever the period):
+
+- **All CPU time** is /proc/stat's per-CPU lines, summed over the CPUs this process may run on
+  (its affinity mask): user + nice + system + irq + softirq. A process on a CPU we may not use
+  does not slow us, so a `taskset`-pinned measurement is not blamed on the rest of a big
+  machine. `guest` is already inside `user`; `iowait` is idle time.
+- **Steal** is the time the hypervisor ran something else while one of these virtual CPUs
+  wanted to run: other virtual machines. `steal_share` is its part of all the CPUs' time.
+- **Our CPU time** is this process's utime + stime (all its threads, living and ended) plus
+  cutime + cstime (the children it has waited for), and the same for every pid `own_pids()`
+  names at start or at stop — worker processes we started. A pid is sampled at start and
+  stop; one named only at stop (a worker started during the period) counts with all its CPU
+  time, as if it had started in the period; a pid reused by a new process (another start
+  time) is a new process; our own pid among `own_pids()` is not counted twice.
+- **A child of ours that `own_pids()` does not name** is somebody else's work while it runs
+  (a busy loop we started is a neighbour like any other).
+- **Processes that end in the period**: once waited for, a process's whole life — its CPU
+  time before the period too — is in its parent's cutime. So at start every living
+  descendant of ours is read as well, and a process that is gone at stop is taken off again
+  with its CPU time at start when whoever waited for it (its parent as it was at start, or
+  that one's parent if it is gone too, and so on) is one of ours: what stays is exactly what
+  it used in the period, named or not (a compiler we ran and waited for is ours). A process
+  waited for by somebody else — a named grandchild whose parent is not ours and lives on —
+  counts with nothing: what it used in the period cannot be read after it is gone.
+- **Load averages** (/proc/loadavg, 1, 5 and 15 minutes) are kept for the record only: they
+  count our own runnable threads too and lag by a minute, so they cannot say who was busy.
+
+`other_cores` = (all CPU time − ours) / wall time, clipped at 0: how many cores, on average,
+something other than our measurement kept busy. Both counts are in clock ticks (USER_HZ, 100 a
+second): over a period of a second the rounding is a few hundredths of a core, and short
+periods are noisier (two ticks in 0.1 s are 0.2 core), so measure at least a few tenths of a
+second before believing small numbers. Not seen: a CPU quota of a container's cgroup (the
+cores are the affinity mask's), and own processes running outside our affinity mask (their
+time is subtracted but was never added; the clip at 0 keeps the result sane).
+
+Without procfs (macOS, Windows, a sandbox that hides it) `LoadMonitor.stop()` returns None and
+so does `busy_note(None)`: no sentence is better than a made-up one.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import cpu_count
+
+#: Other processes using at least this many cores on average make the machine busy. A quiet
+#: machine's daemons use a few hundredths of a core, and the tick rounding over a second is a
+#: few hundredths more, so a quiet machine stays well below it. Above it the harm is the size
+#: of the differences a measurement reports: on 2 cores a quarter core taken from runs that
+#: need both slows those runs by about an eighth, which moves a speed-up of 1.9 to about 1.7,
+#: and unevenly (the neighbour's bursts hit some repeats and not others).
+BUSY_CORES = 0.25
+#: A hypervisor withholding this share of the CPU time (steal) makes the machine busy. A quiet
+#: cloud VM shows well under 1%; 5% is a slow-down of that size on every run that needs all
+#: its cores, and it comes and goes with the neighbours.
+BUSY_STEAL = 0.05
+#: A period shorter than this is too short to tell: it holds under 25 clock ticks per CPU, so
+#: each tick charged to whoever happened to run at that instant is 0.04 core or more, and the
+#: handful that a few short-lived processes (a shell, a timer) cause reach BUSY_CORES.
+#: `busy_note` says nothing about such a period, busy or not.
+MIN_WALL_S = 0.25
+
+_PROC = Path("/proc")
+
+
+@dataclass(frozen=True)
+class MachineLoad:
+    """What the CPUs did during one measured period (see the module docstring).
+
+    `cores` are the CPUs this process may use; `own_cores` and `other_cores` the average number
+    of them that our processes and everything else kept busy; `steal_share` the part of the
+    CPU time a hypervisor gave to other machines; the load averages are (1, 5, 15) minutes.
+    """
+
+    wall_s: float
+    cores: int
+    own_cores: float
+    other_cores: float
+    steal_share: float
+    loadavg_start: tuple[float, float, float]
+    loadavg_end: tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class _Process:
+    """One process's CPU time in clock ticks: its own plus its waited-for children's."""
+
+    ticks: int
+    parent: int
+    started: int  # clock ticks after boot: tells a reused pid from the process it replaces
+
+
+@dataclass(frozen=True)
+class _Sample:
+    at: float  # time.monotonic() when /proc/stat was read
+    busy: int  # clock ticks over our CPUs
+    steal: int
+    total: int  # every tick of our CPUs but guest time (already in user)
+    loadavg: tuple[float, float, float]
+    ours: dict[int, _Process]  # this process and the named pids (at stop: also those named
+    # at start)
+    others: dict[int, _Process]  # at start: the living descendants of ours that are not ours;
+    # at stop: the processes of the start sample that are still there and not ours
+
+
+def _read_cpus(proc: Path, cpus: set[int]) -> tuple[int, int, int]:
+    """(busy, steal, total) clock ticks of /proc/stat, summed over `cpus` (all when none of
+    them has a line: a kernel that only shows the total)."""
+    busy = steal = total = 0
+    found = False
+    aggregate: tuple[int, int, int] | None = None
+    for line in (proc / "stat").read_text().splitlines():
+        if not line.startswith("cpu"):
+            continue
+        name, *fields = line.split()
+        values = [int(value) for value in fields[:8]] + [0] * (8 - len(fields[:8]))
+        user, nice, system, idle, iowait, irq, softirq, stolen = values
+        counts = (
+            user + nice + system + irq + softirq,
+            stolen,
+            user + nice + system + idle + iowait + irq + softirq + stolen,
+        )
+        if name == "cpu":
+            aggregate = counts
+        elif int(name[3:]) in cpus:
+            found = True
+            busy, steal, total = busy + counts[0], steal + counts[1], total + counts[2]
+    if not found:
+        if aggregate is None:
+            raise ValueError("no cpu lines in /proc/stat")
+        return aggregate
+    return busy, steal, total
+
+
+def _read_process(proc: Path, pid: int | str) -> _Process | None:
+    """/proc/<pid>/stat's CPU times, or None for a pid that is not there (any more) or that
+    procfs does not show us (mounted with hidepid)."""
+    try:
+        text = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last
+    rest = text[text.rindex(")") + 2 :].split()
+    utime, stime, cutime, cstime = (int(value) for value in rest[11:15])
+    return _Process(utime + stime + cutime + cstime, int(rest[1]), int(rest[19]))
+
+
+def _read_processes(proc: Path, pids: Iterable[int]) -> dict[int, _Process]:
+    """The pids that are there, read."""
+    found = {}
+    for pid in pids:
+        process = _read_process(proc, pid)
+        if process is not None:
+            found[pid] = process
+    return found
+
+
+def _children(proc: Path, pid: int) -> set[int]:
+    """The living children of `pid`, from /proc/<pid>/task/<tid>/children (one file per
+    thread: a child belongs to the thread that started it); empty where the kernel does not
+    have these files (CONFIG_PROC_CHILDREN)."""
+    found: set[int] = set()
+    try:
+        threads = list((proc / str(pid) / "task").iterdir())
+    except OSError:
+        return found
+    for thread in threads:
+        try:
+            found.update(int(child) for child in (thread / "children").read_text().split())
+        except OSError:  # a thread that ended meanwhile, or no such file
+            continue
+    return found
+
+
+def _descendants(proc: Path, roots: Iterable[int]) -> set[int]:
+    """The living children of `roots`, their children, and so on."""
+    found: set[int] = set()
+    todo = list(roots)
+    while todo:
+        for child in _children(proc, todo.pop()) - found:
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _read_loadavg(proc: Path) -> tuple[float, float, float]:
+    one, five, fifteen = (float(value) for value in (proc / "loadavg").read_text().split()[:3])
+    return one, five, fifteen
+
+
+def _affinity() -> set[int]:
+    try:
+        return set(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - no sched_getaffinity: every CPU
+        return set(range(os.cpu_count() or 1))
+
+
+class LoadMonitor:
+    """Measures what else used the CPUs between `start()` and `stop()` (or over a `with`
+    block, after which `load` holds the result).
+
+    `own_pids` is called at start and at stop and names processes whose CPU time is ours
+    (worker processes of an executor); this process, its threads and the children it waited
+    for are always ours. `proc` is where procfs is mounted. Not thread-safe: one period at a
+    time, started and stopped by one thread.
+    """
+
+    def __init__(
+        self, own_pids: Callable[[], Iterable[int]] | None = None, *, proc: str | Path = _PROC
+    ) -> None:
+        self._own_pids = own_pids
+        self._proc = Path(proc)
+        self._start: _Sample | None = None
+        self._state = "new"  # then "running", then "stopped" (start() again: a new period)
+        self.load: MachineLoad | None = None
+
+    def _sample(self, previous: _Sample | None = None) -> _Sample | None:
+        """Everything at this moment, or None where procfs cannot tell. At start (no
+        `previous`) the descendants of ours are read too; at stop, what is left of the
+        processes the start sample saw."""
+        me = os.getpid()
+        named = {int(pid) for pid in self._own_pids()} if self._own_pids is not None else set()
+        if previous is not None:
+            named |= previous.ours.keys()
+        named.discard(me)
+        try:
+            busy, steal, total = _read_cpus(self._proc, _affinity())
+            at = time.monotonic()
+            loadavg = _read_loadavg(self._proc)
+            mine = _read_process(self._proc, me)
+            if mine is None:
+                return None
+            ours = {me: mine} | _read_processes(self._proc, named)
+            if previous is None:
+                others = _read_processes(self._proc, _descendants(self._proc, ours) - ours.keys())
+            else:
+                seen = (previous.ours.keys() | previous.others.keys()) - ours.keys()
+                others = _read_processes(self._proc, seen)
+        except (OSError, ValueError, IndexError):  # no procfs, or one we cannot read
+            return None
+        return _Sample(at, busy, steal, total, loadavg, ours, others)
+
+    def start(self) -> LoadMonitor:
+        """Take the first sample; returns the monitor."""
+        self._start = self._sample()
+        self._state = "running"
+        self.load = None
+        return self
+
+    def stop(self) -> MachineLoad | None:
+        """Take the second sample and return the period's MachineLoad (also kept in `load`);
+        None without procfs. A second call returns the same result."""
+        if self._state == "new":
+            raise RuntimeError("LoadMonitor.stop() before start()")
+        if self._state == "stopped":
+            return self.load
+        self._state = "stopped"
+        if self._start is not None:
+            end = self._sample(self._start)
+            if end is not None:
+                self.load = _compare(self._start, end, cpu_count())
+        return self.load
+
+    def __enter__(self) -> LoadMonitor:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def _own_ticks(start: _Sample, end: _Sample) -> int:
+    """Clock ticks our processes used between the samples (see the module docstring)."""
+    seen = start.others | start.ours
+
+    def there(pid: int, before: _Process) -> bool:
+        now = end.ours.get(pid) or end.others.get(pid)
+        return now is not None and now.started == before.started
+
+    ticks = 0
+    for pid, now in end.ours.items():
+        before = seen.get(pid)
+        if before is not None and before.started == now.started:
+            ticks += max(0, now.ticks - before.ticks)
+        else:
+            ticks += now.ticks  # new in the period (or a new process under a reused pid)
+    for pid, before in seen.items():
+        if there(pid, before):
+            continue  # counted above if it is ours, not at all if it is not
+        parent, steps = before.parent, 0  # who waited for it: its parent, or theirs if gone
+        while parent in seen and not there(parent, seen[parent]) and steps < len(seen):
+            parent, steps = seen[parent].parent, steps + 1
+        if parent in start.ours and there(parent, start.ours[parent]) and parent in end.ours:
+            ticks -= before.ticks  # that one of ours now holds its whole life in its cutime
+    return max(0, ticks)
+
+
+def _compare(start: _Sample, end: _Sample, cores: int) -> MachineLoad:
+    wall_s = end.at - start.at
+    hertz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    busy = max(0, end.busy - start.busy)
+    ours = _own_ticks(start, end)
+    total = end.total - start.total
+    per_second = hertz * wall_s if wall_s > 0 else 0.0
+    return MachineLoad(
+        wall_s=wall_s,
+        cores=cores,
+        own_cores=ours / per_second if per_second else 0.0,
+        other_cores=max(0.0, (busy - ours) / per_second) if per_second else 0.0,
+        steal_share=(end.steal - start.steal) / total if total > 0 else 0.0,
+        loadavg_start=start.loadavg,
+        loadavg_end=end.loadavg,
+    )
+
+
+def _cores_text(value: float) -> str:
+    return f"{value:.2f}" if value < 1 else f"{value:.1f}"
+
+
+def busy_note(load: MachineLoad | None, threads_used: int | None = None) -> str | None:
+    """A sentence saying that the machine was busy during the measured period, with the
+    numbers and what to do; None on a quiet machine, for a period shorter than MIN_WALL_S,
+    or without a measurement.
+
+    Busy means other processes kept at least BUSY_CORES cores busy on average beyond the cores
+    the runs left free (`cores - threads_used`, when `threads_used` says how many threads the
+    runs kept running at most: what runs on a core they did not use takes nothing from them),
+    or a hypervisor withheld at least BUSY_STEAL of the CPU time. The free cores are counted
+    generously: a neighbour on them still shares memory bandwidth, caches and, with SMT, the
+    physical core, which this rule does not see.
+    """
+    if threads_used is not None and threads_used < 1:
+        raise ValueError(f"threads_used must be at least 1, got {threads_used}")
+    if load is None or load.wall_s < MIN_WALL_S:
+        return None
+    free = max(0, load.cores - threads_used) if threads_used is not None else 0
+    crowded = load.other_cores >= BUSY_CORES + free
+    stolen = load.steal_share >= BUSY_STEAL
+    if not (crowded or stolen):
+        return None
+    parts = []
+    if crowded:
+        used = f" (the runs used up to {threads_used} threads)" if threads_used is not None else ""
+        parts.append(
+            f"other processes used {_cores_text(load.other_cores)} of {load.cores} "
+            f"core{'s' if load.cores != 1 else ''}{used}"
+        )
+    if stolen:
+        parts.append(
+            f"the hypervisor gave {load.steal_share:.0%} of the CPU time to other machines (steal)"
+        )
+    return (
+        f"{' and '.join(parts)} during these runs: the speed-up is not reliable; "
+        "rerun on a quiet machine or with more repeats"
+    )
