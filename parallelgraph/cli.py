@@ -1,4 +1,4 @@
-"""The `parallelgraph` command line: `demo` (the main job) and `run`.
+"""The `parallelgraph` command line: `demo` (the main job) and `run`; `--version`.
 
 Every command exits non-zero with a one-line message (no traceback) on bad input: argparse's
 own errors (exit 2) included, which by default print the whole usage block first.
@@ -55,11 +55,26 @@ _thread_count = _int_at_least(0, MAX_THREADS)
 _stream_count = _int_at_least(1, MAX_STREAMS)
 
 
+def package_version(distribution: str = "parallelgraph") -> str:
+    """The installed distribution's version (importlib.metadata: what pip installed, also for
+    an editable install); parallelgraph.__version__ where no distribution of that name is
+    installed (the source tree on sys.path), "unknown" where neither says."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        import parallelgraph
+
+        return str(getattr(parallelgraph, "__version__", "unknown"))
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="parallelgraph",
         description="Run dataflow graphs on inter-op and intra-op thread pools; see the timeline.",
     )
+    parser.add_argument("--version", action="version", version=f"parallelgraph {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = commands.add_parser("demo", help="the seed experiment: two networks, inter-op 1 vs 2")
