@@ -155,3 +155,32 @@ def test_save_as_root_keeps_the_replaced_files_owner(tmp_path, trace):
     os.chown(owned, 65534, 65534)
     trace.save(owned)
     assert (owned.stat().st_uid, owned.stat().st_gid) == (65534, 65534)
+
+
+@pytest.mark.parametrize("umask", [0o002, 0o077])
+def test_every_file_the_cli_writes_follows_the_umask_and_a_replaced_one_keeps_its_mode(
+    tmp_path, trace, umask
+):
+    """New files (a trace, a gzipped trace, a picture) get 0666 & ~umask, the mode open()
+    gives, whatever the umask (never a temporary file's 0600); a replaced file keeps its own
+    mode, neither narrowed by a strict umask nor widened by a loose one."""
+    kept = {"wide.json": 0o664, "narrow.json": 0o600}
+    for name, mode in kept.items():
+        (tmp_path / name).write_text("old")
+        (tmp_path / name).chmod(mode)
+    old = os.umask(umask)
+    try:
+        argv = ["run", "--size", "tiny", "--repeats", "1", "--executor", "sequential"]
+        assert main([*argv, "--trace", str(tmp_path / "run.json.gz")]) == 0
+        source = str(REAL / "tf_seed_inter2.ctf.json")
+        assert main(["plot", source, "--out", str(tmp_path / "timeline.png")]) == 0
+        trace.save(tmp_path / "saved.json")
+        for name in kept:
+            trace.save(tmp_path / name)
+    finally:
+        os.umask(old)
+    for name in ("run.json.gz", "timeline.png", "saved.json"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o666 & ~umask, name
+    for name, mode in kept.items():
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == mode, name
+        assert pg.Trace.load(tmp_path / name).events == trace.events
