@@ -330,9 +330,9 @@ class SweepResult:
 
     # -- framework sweeps -----------------------------------------------------------------------
     def explain(self, **params: Any) -> Any:
-        """explain() of the median traced run of the cell matching `params` (a framework
-        sweep with trace=True keeps one profiled step per cell)."""
-        return self.median_trace(**params).explain()
+        """explain() of the median traced run of the cell matching `params`, the baseline by
+        default (a framework sweep with trace=True keeps one profiled step per cell)."""
+        return self.median_trace(**(params or self.cells[self.baseline])).explain()
 
     def verify(self, advice: Any = None, repeats: int | None = None, **params: Any) -> Any:
         """Measure explain()'s advice on a framework sweep: the cell matching `params` (the

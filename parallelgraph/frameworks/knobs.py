@@ -156,6 +156,9 @@ class Framework:
     read_back: Callable[[Any, Setting], dict[str, Any]] = lambda module, setting: {}
     #: trace one call of `step` into the folder; returns the trace file's path
     profile: Callable[[Any, Callable[[], Any], Setting, str], str] | None = None
+    #: Profiling is chosen when the program makes its session (ONNX Runtime): a traced step
+    #: needs a build of its own, profiled from its creation; else the warm step is traced.
+    profiles_from_start: bool = False
     #: What the words of explain()'s advice mean as a setting: kind -> change(setting, cores)
     advice: dict[str, Callable[[dict[str, Any], int], dict[str, Any]]] = field(default_factory=dict)
     #: Accepted values of the framework-specific knobs, when they are not whole numbers.
@@ -427,6 +430,7 @@ FRAMEWORKS: dict[str, Framework] = {
         extra_knobs=("mode",),
         read_back=_ort_read_back,
         profile=_ort_profile,
+        profiles_from_start=True,
         # ONNX Runtime's inter-op advice is in intra's words (its CPU nodes run one at a time)
         advice={"inter_op": _ort_intra, "intra_op": _ort_intra},
         choices={"mode": ("sequential", "parallel")},

@@ -74,11 +74,14 @@ class Verification:
         ]
         if self.predicted_speedup is not None:
             lines.append(
-                f"The replay of the trace predicted {self.predicted_speedup:.2f}x"
+                f"The replay of the trace predicted {self.predicted_speedup:.2f}x, "
                 + (
-                    "; the measurement disagrees."
-                    if (self.predicted_speedup > 1.05) != (self.verdict == "faster")
-                    else "."
+                    "inside the measured 95% CI."
+                    if low <= self.predicted_speedup <= high
+                    else "outside the measured 95% CI: the replay's model of this framework "
+                    "misses something here."
+                    if not math.isnan(low)
+                    else "with no measured CI to hold it against."
                 )
             )
         else:

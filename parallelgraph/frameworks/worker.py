@@ -12,8 +12,9 @@ request — ("ok", value) or ("error", {"type", "message", "traceback", "where"}
   replies with what the framework reports it uses (`read_back`) and the warm-up times.
 - ("time", {"steps": k}): call `step()` k times back to back; replies with each call's ns
   (`perf_counter_ns` around the call: nothing else is inside the timed span).
-- ("trace", {}): build again with profiling on and trace one step with the framework's own
-  profiler; replies with the trace file's path (the parent loads it with `Trace.load`).
+- ("trace", {}): trace one warm step with the framework's own profiler (ONNX Runtime, whose
+  sessions profile from their creation, builds again with profiling on and traces that
+  session's first step); replies with the trace file's path (the parent loads it).
 - ("stop", {}): exit.
 
 The worker ignores SIGINT (a notebook interrupt signals the kernel's whole process group): the
@@ -88,7 +89,10 @@ class WorkerState:
         if self.framework.profile is None:  # pragma: no cover - every framework has one
             raise RuntimeError(f"{self.framework.title} has no profiler parallelgraph can read")
         folder = scratch_folder()
-        setting, step = self._built(profiling=folder)
+        if self.framework.profiles_from_start:  # a fresh build, profiled from its creation
+            setting, step = self._built(profiling=folder)
+        else:  # the warm step: a new build would compile (jit, tf.function) inside the trace
+            setting, step = self.setting, self.step
         return self.framework.profile(self.module, step, setting, folder)
 
 
