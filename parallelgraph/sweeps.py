@@ -32,6 +32,7 @@ reported it used (`read_back`) and `verify()` to measure explain()'s advice.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import itertools
 import json
 import warnings
@@ -45,6 +46,7 @@ import numpy as np
 from . import stats
 from .config import ALIASES, Config
 from .graph import Graph
+from .machine_load import LoadMonitor, MachineLoad, busy_note
 from .measure import Planned, run_schedule
 from .session import Session
 from .trace import Trace
@@ -102,6 +104,8 @@ class SweepResult:
     framework: str | None = None
     #: Per cell, what the framework reported it used, read back in the worker.
     read_back: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: What else used the CPUs while the rounds ran (None where /proc cannot tell).
+    machine: MachineLoad | None = None
     #: What `verify` needs to start workers again (framework sweeps; None once loaded).
     runner: Any = field(default=None, repr=False, compare=False)
 
@@ -222,9 +226,14 @@ class SweepResult:
         text = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
         text += ["  ".join(c.ljust(w) for c, w in zip(line, widths)) for line in lines]
         text.append(self._legend() + ("" if self.complete else "; INCOMPLETE (interrupted)"))
-        if self.noise.get("warning"):
-            text.append(self.noise["warning"])
+        text.extend(self.warnings())
         return "\n".join(text)
+
+    def warnings(self) -> list[str]:
+        """What could change the conclusions: a noisy baseline, a busy machine."""
+        found = [self.noise["warning"]] if self.noise.get("warning") else []
+        busy = busy_note(self.machine)
+        return [*found, f"Busy machine: {busy}."] if busy else found
 
     def __repr__(self) -> str:
         state = "complete" if self.complete else "interrupted"
@@ -251,8 +260,7 @@ class SweepResult:
         )
         note = f"<p>{html.escape(self._legend())}</p>"
         note += "" if self.complete else "<p><b>Incomplete: interrupted.</b></p>"
-        if self.noise.get("warning"):
-            note += f"<p>{html.escape(self.noise['warning'])}</p>"
+        note += "".join(f"<p>{html.escape(line)}</p>" for line in self.warnings())
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
 
     # -- files ----------------------------------------------------------------------------------
@@ -269,6 +277,7 @@ class SweepResult:
             "predicted_ms": {str(k): v for k, v in self.predicted_ms.items()},
             "framework": self.framework,
             "read_back": {str(k): v for k, v in self.read_back.items()},
+            "machine": None if self.machine is None else dataclasses.asdict(self.machine),
             "measurements": [m.__dict__ for m in self.measurements],
         }
         path.write_text(json.dumps(document, indent=1, default=str))
@@ -291,6 +300,7 @@ class SweepResult:
             predicted_ms={int(k): v for k, v in document.get("predicted_ms", {}).items()},
             framework=document.get("framework"),
             read_back={int(k): v for k, v in document.get("read_back", {}).items()},
+            machine=_machine(document.get("machine")),
         )
 
     def to_csv(self, path: str | Path) -> Path:
@@ -343,6 +353,13 @@ class SweepResult:
 
         index = self._cell_index(params) if params else self.baseline
         return verify(self, index, advice, repeats)
+
+
+def _machine(record: Mapping[str, Any] | None) -> MachineLoad | None:
+    """A MachineLoad back from its JSON record (tuples were written as lists)."""
+    if not record:
+        return None
+    return MachineLoad(**{k: tuple(v) if isinstance(v, list) else v for k, v in record.items()})
 
 
 def _as_preset(built: Any) -> tuple[Graph, Any]:
@@ -415,7 +432,9 @@ def sweep(
             result.noise = _noise_check(sessions[base_index], repeats, precision)
             if result.noise.get("warning"):
                 warnings.warn(result.noise["warning"], RuntimeWarning, stacklevel=2)
-        result.complete = _measure_rounds(sessions, result, repeats, seed, progress)
+        with LoadMonitor() as monitor:
+            result.complete = _measure_rounds(sessions, result, repeats, seed, progress)
+        result.machine = monitor.load
     finally:
         for session, _ in sessions:
             session.close()

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Config, cpu_count
+from ..machine_load import LoadMonitor
 from ..sweeps import (
     MAX_CELLS,
     Measurement,
@@ -238,9 +239,11 @@ def framework_sweep(
                 warnings.warn(result.noise["warning"], RuntimeWarning, stacklevel=3)
         bar = _progress_bar(len(cells) * repeats, progress)
         try:
-            result.complete = runner.measure(
-                ordered, repeats, result.measurements.append, stopped, bar
-            )
+            with LoadMonitor(own_pids=workers.pids) as monitor:
+                result.complete = runner.measure(
+                    ordered, repeats, result.measurements.append, stopped, bar
+                )
+            result.machine = monitor.load
         finally:
             if bar is not None:
                 bar.close()
