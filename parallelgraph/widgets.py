@@ -31,24 +31,41 @@ The design is ipywidgets' `interact_manual` pattern, in three layers:
    memory, plans) unless `warmup=False`; the status says how long the warm-up took, which is the
    honest answer to "why was my first run slow". Nothing in this layer imports ipywidgets.
 3. **An output area.** A status line (`dash.status`: what ran, how it ended), a progress bar,
-   a message line (errors with their traceback folded, stops, soft placement), the timeline,
-   the summary table and `explain()`.
+   a message line (errors with their traceback folded, stops, soft placement, what Pin did),
+   the timeline, the summary table and `explain()`. While a run goes, what is still on screen
+   is the previous run's: a grey note says so and its table and explanation are greyed; the
+   message line is cleared when a run starts.
+
+One run, one set of numbers. The timeline draws one repeat, `Result.trace`, and `explain()`,
+the overlap, utilization and bound in the table are read off that same repeat. The median of an
+odd count of repeats is the makespan of such a repeat, and that repeat is the one drawn. The
+median of an even count lies between the two middle repeats; the dashboard draws the lower one
+and, wherever it gives the median (status, table, timeline title, the line above `explain()`),
+gives the drawn run's makespan beside it, and wherever it gives that makespan, the median:
+"median 1090.37 ms of 4 runs; drawn: the lower middle run, makespan 1019.36 ms". Speed-ups are
+ratios of medians, in the table and on the timeline alike.
 
 Runs in the background. `dash.run()` (the Run button) starts a run in a thread and returns: the
 kernel stays free, so the **Stop** button works (`dash.stop()`); a change made during a run is
-run after it. `dash.wait(timeout)` blocks until the run ends; a kernel interrupt arriving while
-a cell waits (a *foreground* run) stops the run the same way. Stop ends the run between ops
-(`measure.StopSignal`: as fast as the longest op) and keeps the traced runs measured so far.
-Every ending — done, stopped, interrupted, failed — leaves a true status line, a message, the
-Run and Pin buttons enabled and Stop disabled; a failure keeps the previous timeline and says so.
-Interrupting an idle kernel does not reach a background run (ipykernel ignores SIGINT when idle):
-that is what Stop is for.
+run after it. `dash.wait(timeout)` blocks until the run ends; a kernel interrupt (Ctrl-C,
+Kernel ▸ Interrupt) arriving while a cell waits (a *foreground* run) stops the run, waits for it
+to end, and is raised again, so the cell fails and a Run All stops there. A kernel interrupt
+while a run goes with the kernel idle (after the Run button) stops the run too: SIGINT reaches
+only the main thread, and ipykernel ignores it between messages, so while a background run
+started on the main thread goes, a relay (`_InterruptRelay`) wraps the SIGINT handlers and
+passes the interrupt to the run. While *another* cell runs, an interrupt interrupts that cell
+(ipykernel installs Python's own handler for each message); Stop ends the run. Stop ends a run
+between ops (`measure.StopSignal`: as fast as the longest op) and keeps the traced runs
+measured so far. Every ending — done, stopped, interrupted, failed — leaves a true status line,
+a message, the Run and Pin buttons enabled and Stop disabled; a failure keeps the previous
+timeline and says so. The progress counts traced runs ("running 3/50 runs"), not the warm-up.
 
 Results remember what they ran: the build function and its parameters, the graph's size, the
-knobs. **Pin** keeps the current result (up to `MAX_PINNED`, oldest dropped); the table shows a
-column per pinned run, and a speed-up only against pins of the same graph and parameters — a
-pin of another graph says so and shows its own absolute time. The timeline draws the pins of the
-same graph above the current run, on one time axis.
+knobs. **Pin** keeps the current result (up to `MAX_PINNED`, oldest dropped) and says so in the
+message line, with its number and median; the table shows a column per pinned run, and a
+speed-up only against pins of the same graph and parameters — a pin of another graph says so
+and shows its own absolute time. The timeline draws the pins of the same graph above the
+current run, on one time axis.
 
 The timeline is interactive where the front end allows it: under a Jupyter kernel with ipympl
 installed, the figure gets an ipympl canvas (pan, zoom, and the hover tooltip `plot.gantt`
@@ -70,6 +87,8 @@ from __future__ import annotations
 import html
 import inspect
 import io
+import queue
+import signal
 import threading
 import time
 import traceback
@@ -100,6 +119,7 @@ CANVAS_WIDTH_PX = 840
 #: edge (where the legend is) unless the widget leaves it a margin of its own.
 TOOLBAR_ROOM = "0 44px 0 0"
 PROGRESS_EVERY_S = 0.25
+WAIT_SLICE_S = 0.05  # dash.wait() looks for a pending interrupt this often
 
 #: How the dashboard's last run ended ("not run" before the first).
 Ending = Literal["not run", "done", "stopped", "interrupted", "failed"]
@@ -349,7 +369,9 @@ class Result:
 
     @property
     def trace(self) -> Trace:
-        """The repeat with the median makespan: the one drawn and explained."""
+        """The repeat drawn and explained: the median run for an odd count, the lower of the two
+        middle runs for an even one (`drawn_words` says which; see "One run, one set of
+        numbers" in the module docstring)."""
         return self.measurement.median_trace()
 
     @property
@@ -493,16 +515,38 @@ def comparable(result: Result, pinned: Sequence[Result]) -> list[Result]:
 
 
 def figure_for(result: Result, pinned: Sequence[Result] = ()) -> Any:
-    """The Gantt of the median run; with pins of the same graph, all on one time axis (pins
-    first, oldest on top)."""
+    """The Gantt of the run drawn (`Result.trace`); with pins of the same graph, all on one time
+    axis (pins first, oldest on top).
+
+    Every title names the run it draws and its makespan (and, for an even count, the median
+    beside it); the speed-ups on top are those of the table (ratios of medians), not ratios of
+    the drawn runs' makespans, which `plot.compare` would print and which could contradict it.
+    """
     from .plot import compare, gantt
 
     pins = comparable(result, pinned)
     if not pins:
-        return gantt(result.trace)
+        figure = gantt(result.trace)
+        ax = figure.axes[0]
+        ax.set_title(f"{ax.get_title(loc='left')} ({drawn_words(result)})", loc="left")
+        return figure
+    runs = [*pins, result]
     labels = [f"pin {_pin_number(pinned, p)} ({p.knobs.label()})" for p in pins]
     labels.append(f"current ({result.knobs.label()})")
-    return compare([p.trace for p in pins] + [result.trace], labels=labels)
+    speedups = ", ".join(
+        f"{_speedup_text(result, p)} vs pin {_pin_number(pinned, p)}" for p in pins
+    )
+    figure = compare(
+        [r.trace for r in runs],
+        labels=labels,
+        title=f"current's speed-up (ratio of medians, as in the table): {speedups}",
+    )
+    panels = [ax for ax in figure.axes if hasattr(ax, "parallelgraph_bars")]
+    for ax, run, label in zip(panels, runs, labels):
+        ax.set_title(
+            f"{label}: makespan {run.trace.makespan_ms:.2f} ms ({drawn_words(run)})", loc="left"
+        )
+    return figure
 
 
 def _pin_number(pinned: Sequence[Result], pin: Result) -> int:
@@ -537,6 +581,7 @@ def summary_rows(result: Result, pinned: Sequence[Result] = ()) -> list[tuple[st
         ("size", *(r.size_text() for r in runs)),
         ("run", *(_run_text(r) for r in runs)),
         ("median makespan", *(_median_text(r) for r in runs)),
+        ("drawn and explained", *(_drawn_text(r) for r in runs)),
         ("current's speed-up vs this", "—", *(_speedup_text(result, p) for p in pinned)),
         ("overlap, first two scopes", *(_overlap_text(r) for r in runs)),
         ("utilization (mean of lanes)", *(_utilization_text(r) for r in runs)),
@@ -570,6 +615,33 @@ def _run_text(result: Result) -> str:
 def _median_text(result: Result) -> str:
     q1, q3 = result.measurement.quartiles_ms()
     return f"{result.median_ms:.2f} ms (IQR {q1:.2f}-{q3:.2f})"
+
+
+def drawn_words(result: Result) -> str:
+    """Which repeat the timeline and explain() show, in a few words: "the only run", "the median
+    of 5 runs", or (an even count, whose median lies between two runs) "the lower middle of 4
+    runs; median 1090.37 ms"."""
+    runs = result.runs
+    if runs == 1:
+        return "the only run"
+    if runs % 2:
+        return f"the median of {runs} runs"
+    return f"the lower middle of {runs} runs; median {result.median_ms:.2f} ms"
+
+
+def median_words(result: Result) -> str:
+    """The median for the status line, with the run drawn where the two differ: "median
+    1019.36 ms of 5 runs, the run drawn", or "median 1090.37 ms of 4 runs; drawn: the lower
+    middle run, makespan 1019.36 ms"."""
+    runs = result.runs
+    text = f"median {result.median_ms:.2f} ms of {runs} run{'s' if runs != 1 else ''}"
+    if runs % 2:
+        return f"{text}, the run drawn"
+    return f"{text}; drawn: the lower middle run, makespan {result.trace.makespan_ms:.2f} ms"
+
+
+def _drawn_text(result: Result) -> str:
+    return f"makespan {result.trace.makespan_ms:.2f} ms, {drawn_words(result)}"
 
 
 def _speedup_text(result: Result, pin: Result) -> str:
@@ -613,6 +685,21 @@ def error_html(error: BaseException) -> str:
     )
 
 
+def explained_html(result: Result) -> str:
+    """`explain()` of the run drawn, headed by which run that is, so that its makespan is read
+    beside the median the status and the table give."""
+    head = (
+        "<div class='pg-explained-run' style='color:#555'>Explaining the run drawn: makespan "
+        f"{result.trace.makespan_ms:.2f} ms, {html.escape(drawn_words(result))}.</div>"
+    )
+    return head + result.trace.explain()._repr_html_()
+
+
+def info_html(text: str) -> str:
+    """A plain answer for the message line (what Pin did)."""
+    return f"<div class='pg-info' style='color:#2a5d8a'>{html.escape(text)}</div>"
+
+
 def notes_html(lines: Sequence[str]) -> str:
     """Notes for the message line (soft placement, a stop); empty if none."""
     items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
@@ -628,6 +715,105 @@ def ending_text(result: Result, how: str) -> str:
     if not result.runs:
         return f"{cause} before a traced run ended: nothing measured"
     return f"{cause} after {result.runs} of {planned} runs, kept"
+
+
+# -- kernel interrupts ----------------------------------------------------------------------
+class _Relay:
+    """A SIGINT handler that tells every background run listening (`_RELAY`) to stop, then does
+    what the handler it wraps did: raise KeyboardInterrupt (Python's default handler), nothing
+    (SIG_IGN: an idle ipykernel), or call that handler.
+
+    It runs in the main thread between two bytecodes, possibly while that thread holds a lock
+    of the dashboard or of a StopSignal, so it takes no lock: it only puts a word on each run's
+    `queue.SimpleQueue` (whose put is reentrant, safe in a signal handler); the run's listener
+    thread does the stopping."""
+
+    def __init__(self, previous: Any) -> None:
+        self.previous = previous
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        for listener in _RELAY.listeners:
+            listener.put("interrupted")
+        if callable(self.previous):
+            self.previous(signum, frame)
+        elif self.previous == signal.SIG_DFL:  # the process would end: end the cell at least
+            raise KeyboardInterrupt
+
+
+class _InterruptRelay:
+    """Makes a SIGINT (Ctrl-C, Kernel ▸ Interrupt) reach runs that go in background threads.
+
+    Python delivers a signal to the main thread only, and ipykernel ignores SIGINT while the
+    kernel is idle — which it is while a Run-button run goes. So while a background run is
+    active, SIGINT is handled by a `_Relay` wrapped around the handler it replaces, at two
+    places, from the main thread only (`signal.signal` works nowhere else):
+
+    - the process's current handler (a script, or the cell or widget message being handled);
+    - under ipykernel, the handler the kernel puts back after each message
+      (`kernel.saved_sigint_handler`, SIG_IGN when idle; `Kernel.post_handler_hook` restores it).
+
+    `restore()` puts both back once no run listens (at the next `run()`, `wait()` or
+    `close()` on the main thread: a run ends in its own thread, where that cannot be done);
+    until then a relay with no listener is transparent. A relay never wraps a relay.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        #: one queue per active background run; replaced whole (the handler reads it unlocked)
+        self.listeners: tuple[queue.SimpleQueue[str | None], ...] = ()
+
+    def attach(self, listener: queue.SimpleQueue[str | None]) -> bool:
+        """Listen for SIGINT with `listener`; False (nothing done) off the main thread."""
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        self.restore()  # handlers changed since the last run (a new cell, a new message)
+        current = signal.getsignal(signal.SIGINT)
+        if current is not None and not isinstance(current, _Relay):
+            signal.signal(signal.SIGINT, _Relay(current))
+        kernel = _ipykernel()
+        if kernel is not None and not isinstance(kernel.saved_sigint_handler, _Relay):
+            kernel.saved_sigint_handler = _Relay(kernel.saved_sigint_handler)
+        with self._lock:
+            self.listeners = (*self.listeners, listener)
+        return True
+
+    def detach(self, listener: queue.SimpleQueue[str | None]) -> None:
+        """Stop listening (any thread)."""
+        with self._lock:
+            self.listeners = tuple(q for q in self.listeners if q is not listener)
+
+    def restore(self) -> None:
+        """Put the wrapped handlers back if no run listens and this is the main thread."""
+        if self.listeners or threading.current_thread() is not threading.main_thread():
+            return
+        current = signal.getsignal(signal.SIGINT)
+        if isinstance(current, _Relay):
+            signal.signal(signal.SIGINT, current.previous)
+        kernel = _ipykernel()
+        if kernel is not None and isinstance(kernel.saved_sigint_handler, _Relay):
+            kernel.saved_sigint_handler = kernel.saved_sigint_handler.previous
+
+
+_RELAY = _InterruptRelay()
+
+
+def _end_listener(words: queue.SimpleQueue[str | None], listener: threading.Thread) -> None:
+    """Stop relaying SIGINT to a run that has ended, and join its listener thread."""
+    _RELAY.detach(words)
+    words.put(None)
+    listener.join()
+
+
+def _ipykernel() -> Any:
+    """The ipykernel kernel this process is, if it keeps a SIGINT handler to restore."""
+    import sys
+
+    if "IPython" not in sys.modules:
+        return None
+    from IPython import get_ipython
+
+    kernel = getattr(get_ipython(), "kernel", None)
+    return kernel if hasattr(kernel, "saved_sigint_handler") else None
 
 
 # -- the widget -----------------------------------------------------------------------------
@@ -694,7 +880,9 @@ class Dashboard:
         self.closed = False
         self._stop_signal: StopSignal | None = None
         self._stop_reason = "stopped"
+        self._planned = 0  # traced runs the current run plans (the progress text counts them)
         self._last_progress = 0.0
+        self._run_notes = ""  # the message line's text about the last run (pin adds to it)
         self._figure: Any = None
         self._canvas: Any = None  # the ipympl canvas, once there is an interactive figure
         self.param_controls = params
@@ -857,6 +1045,9 @@ class Dashboard:
     def _make_output_area(self) -> None:
         w = self._widgets
         self.message = w.HTML("")
+        self.previous_note = w.HTML("")  # "Previous run, ...": what is shown is not the latest
+        self._table_html = self._explain_html = ""  # unmarked (not greyed) contents
+        self._previous_why: str | None = None  # why the output area is marked "previous run"
         self.gantt = w.Image(  # hidden until there is a picture (no broken-image icon)
             format="png", layout=w.Layout(max_width="100%", height="auto", display="none")
         )
@@ -868,6 +1059,7 @@ class Dashboard:
         )
         for name, widget in (
             ("message", self.message),
+            ("previous", self.previous_note),
             ("gantt", self.gantt),
             ("timeline", self.timeline),
             ("summary", self.table),
@@ -877,6 +1069,7 @@ class Dashboard:
         self.output = w.VBox(
             [
                 self.message,
+                self.previous_note,
                 self.timeline,
                 w.HBox([self.table, self.explanation], layout=w.Layout(flex_flow="row wrap")),
             ],
@@ -971,7 +1164,11 @@ class Dashboard:
 
     def run(self) -> None:
         """Start a run with the controls' settings in a background thread and return; if a
-        run is going, run once more after it (with the controls' values then)."""
+        run is going, run once more after it (with the controls' values then).
+
+        Called on the main thread (a button click, a cell), it also makes a SIGINT — Ctrl-C,
+        Kernel ▸ Interrupt — end the run "interrupted" while it goes (`_InterruptRelay`): a
+        listener thread waits for the relay's word and stops the run, as Stop does."""
         if self.closed:  # its session would reopen with nothing left to close it
             raise RuntimeError("this dashboard is closed; make a new one (pg.dashboard(...))")
         with self._lock:
@@ -983,21 +1180,45 @@ class Dashboard:
             self._stop_signal, self._stop_reason = StopSignal(), "stopped"
             self._idle.clear()
         self._set_buttons(busy=True)
-        thread = threading.Thread(target=self._run_loop, name="pg-dashboard-run", daemon=True)
+        words: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        listener = None
+        if _RELAY.attach(words):
+            listener = threading.Thread(
+                target=self._listen, args=(words,), name="pg-dashboard-interrupt", daemon=True
+            )
+            listener.start()
+        thread = threading.Thread(
+            target=self._run_loop, args=(words, listener), name="pg-dashboard-run", daemon=True
+        )
         thread.start()
+
+    def _listen(self, words: queue.SimpleQueue[str | None]) -> None:
+        """The listener thread: stop the run at each SIGINT the relay passes on, until the run
+        loop says None (it has ended)."""
+        while (word := words.get()) is not None:
+            self._stop(word)
 
     def wait(self, timeout: float | None = None) -> Result | None:
         """Block until no run is going; return the latest result (None if nothing ran well).
 
-        A KeyboardInterrupt (a kernel interrupt) while waiting stops the run, which then ends
-        "interrupted" with what it measured. Raises TimeoutError after `timeout` seconds.
+        A KeyboardInterrupt (a kernel interrupt, Ctrl-C) while waiting stops the run, waits
+        for it to end "interrupted" with what it measured (within one op), and is raised again:
+        the cell fails, so a Run All stops there. Raises TimeoutError after `timeout` seconds.
         """
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            if not self._idle.wait(timeout):
-                raise TimeoutError(f"the dashboard's run did not end in {timeout} s")
+            # In slices: an interrupt that is only flagged (`_thread.interrupt_main`, a SIGINT
+            # taken by another thread) is handled at the main thread's next bytecode, which a
+            # long lock wait would put off until the run ends.
+            while not self._idle.wait(WAIT_SLICE_S):
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise TimeoutError(f"the dashboard's run did not end in {timeout} s")
         except KeyboardInterrupt:
             self._stop("interrupted")
             self._idle.wait()
+            raise
+        finally:
+            _RELAY.restore()
         return self.result
 
     def stop(self) -> None:
@@ -1008,32 +1229,73 @@ class Dashboard:
     def _stop(self, reason: str) -> None:
         with self._lock:
             self._pending = False
-            signal = self._stop_signal if self._busy else None
-            if signal is not None:
+            stop_signal = self._stop_signal if self._busy else None
+            if stop_signal is not None:
                 self._stop_reason = reason
-        if signal is not None:
-            signal.stop()
+        if stop_signal is not None:
+            stop_signal.stop()
 
-    def _run_loop(self) -> None:
-        """The run thread: run, show, and run again while a change came in meanwhile."""
-        while True:
-            self._run_once()
-            with self._lock:
-                if not self._pending:
-                    self._busy = False
-                    break
-                self._pending = False
-                self._stop_signal, self._stop_reason = StopSignal(), "stopped"
+    def _run_loop(
+        self, words: queue.SimpleQueue[str | None], listener: threading.Thread | None
+    ) -> None:
+        """The run thread: run, show, and run again while a change came in meanwhile.
+
+        Then the hand-over, in this order: the interrupt listener is told to end and joined
+        (outside the lock: it may be waiting for it in `_stop`), so no thread of the run outlives
+        `wait()`; then, under the lock, the buttons, `busy` and the idle event. A `run()` from
+        another thread meanwhile finds the dashboard busy and is run here (a change that came in
+        during the hand-over: Stop reaches it, the interrupt relay no longer does)."""
+        ended = False
+        try:
+            while True:
+                self._run_once()
+                with self._lock:
+                    if self._renew_if_pending():
+                        continue
+                if listener is not None:
+                    _end_listener(words, listener)
+                    listener = None
+                with self._lock:
+                    if self._renew_if_pending():
+                        continue
+                    self._end_run()
+                    ended = True
+                    return
+        finally:  # also after a stray asynchronous exception: never stay busy for good
+            if listener is not None:
+                _end_listener(words, listener)
+            if not ended:
+                with self._lock:
+                    self._end_run()
+
+    def _renew_if_pending(self) -> bool:
+        """Under the lock: if a run was asked for meanwhile, make it the next (True)."""
+        if not self._pending:
+            return False
+        self._pending = False
+        self._stop_signal, self._stop_reason = StopSignal(), "stopped"
+        return True
+
+    def _end_run(self) -> None:
+        """Under the lock: Run and Pin usable, Stop greyed, not busy, `wait()` returns."""
         self._set_buttons(busy=False)
+        self._busy = False
         self._idle.set()
 
     def _run_once(self) -> None:
-        """One run; whatever happens, the status, the message and the buttons end true."""
+        """One run; whatever happens, the status, the message and the buttons end true.
+
+        The message line is cleared (it spoke of the last run) and what is still on screen is
+        marked as the previous run's until this one replaces it."""
         self._last_progress = time.monotonic()
         self.progress.bar_style, self.progress.value = "info", 0
+        self.message.value = self._run_notes = ""
+        self._mark_previous("shown until this run ends")
         self._say(f"running {self.settings_text()} ...")
         try:
-            result = self.runner.run(self.settings(), self._progress, self._stop_signal)
+            settings = self.settings()
+            self._planned = settings.knobs.repeats
+            result = self.runner.run(settings, self._progress, self._stop_signal)
             how = self._stop_reason if result.ending != "done" else "done"
             if how != result.ending:  # the loop was stopped because the kernel was interrupted
                 result = replace(result, measurement=replace(result.measurement, ending=how))
@@ -1043,33 +1305,71 @@ class Dashboard:
             self._show_error(error)
 
     def pin(self) -> None:
-        """Keep the current result for comparison (at most MAX_PINNED, the oldest dropped)."""
+        """Keep the current result for comparison (at most MAX_PINNED, the oldest dropped);
+        the message line says what was pinned, under which number, and what it is for."""
         if self._busy:  # the run thread owns the output area until the run ends
             self.message.value = "<i>A run is going: pin when it has ended.</i>"
             return
         if self.result is None:
             self.message.value = "<i>Run first: there is nothing to pin yet.</i>"
             return
-        if self.result not in self.pinned:
-            self.pinned = [*self.pinned, self.result][-MAX_PINNED:]
+        result = self.result
+        if result in self.pinned:
+            said = f"This run is pin {self.pinned.index(result) + 1} already."
+        else:
+            dropped = len(self.pinned) == MAX_PINNED
+            self.pinned = [*self.pinned, result][-MAX_PINNED:]
+            said = (
+                f"Pinned as pin {len(self.pinned)}: {result.settings.label()}, "
+                f"{median_words(result)}. The table compares the next runs with it, and the "
+                "timeline draws it above those of the same graph."
+                + (f" (The oldest pin was dropped: at most {MAX_PINNED}.)" if dropped else "")
+            )
         self._redraw()
+        self._tell(said)
 
     def clear_pins(self) -> None:
         """Forget the pinned runs (ignored while a run is going, like the greyed button)."""
         if self._busy:
             return
-        self.pinned = []
+        count, self.pinned = len(self.pinned), []
         self._redraw()
+        if count:
+            self._tell(f"{count} pin(s) cleared.")
+
+    def _tell(self, text: str) -> None:
+        """An answer to a button (Pin, Clear pins) under the last run's notes."""
+        self.message.value = self._run_notes + info_html(text)
+
+    def _mark_previous(self, why: str | None) -> None:
+        """Mark the output area as the previous run's (`why`: until when, or what happened to
+        the newer run), greying its table and explanation; None unmarks it."""
+        self._previous_why = why
+        if why is None or self.result is None:
+            self.previous_note.value = ""
+            self.table.value, self.explanation.value = self._table_html, self._explain_html
+            return
+        self.previous_note.value = (
+            "<div class='pg-previous-run-note' style='color:#777'><i>"
+            f"{html.escape(f'Previous run, {why}: {self.result.settings.label()}')}, "
+            f"{html.escape(median_words(self.result))}.</i></div>"
+        )
+        grey = "<div class='pg-previous-run' style='opacity:0.5'>{}</div>"
+        self.table.value = grey.format(self._table_html)
+        self.explanation.value = grey.format(self._explain_html)
 
     def _redraw(self) -> None:
         """Redraw the table and timeline of the current result (after the pins changed)."""
         self.clear_button.disabled = not self.pinned
         if self.result is None:
             return
+        marked = self._previous_why  # a redraw keeps the mark of a failed or empty run
         try:
             self._show_result(self.result, figure_for(self.result, self.pinned))
         except Exception as error:  # noqa: BLE001
             self._show_error(error)
+            return
+        self._mark_previous(marked)
 
     def _set_buttons(self, busy: bool) -> None:
         self.run_button.disabled = busy
@@ -1093,7 +1393,13 @@ class Dashboard:
         self._last_progress = now
         self.progress.max = total + 1  # the last step is drawing
         self.progress.value = done
-        self._say(f"running {done}/{total} ...")
+        warmups = total - self._planned  # the bar counts them; the words count traced runs
+        traced = max(0, done - warmups)
+        self._say(
+            f"running {traced}/{self._planned} runs"
+            + (" (warmed up)" if warmups and not traced else "")
+            + " ..."
+        )
 
     def _show(self, result: Result, how: str, figure: Any) -> None:
         """Show a finished run (done, stopped or interrupted) and say how it ended."""
@@ -1101,7 +1407,8 @@ class Dashboard:
         said = ending_text(result, how)
         if figure is None:  # stopped before any traced run: keep the previous output
             stale = "; the timeline below is from the previous run" if self.result else ""
-            self.message.value = notes_html([f"{said}{stale}."])
+            self.message.value = self._run_notes = notes_html([f"{said}{stale}."])
+            self._mark_previous(f"kept: the last run ({how}) measured nothing")
             self.progress.bar_style = "warning"
             self._say(f"{said}: {result.settings.label()}")
             return
@@ -1109,7 +1416,7 @@ class Dashboard:
         notes = list(result.notes())
         if how != "done":
             notes.insert(0, f"{said}: the table and timeline show the runs measured.")
-        self.message.value = notes_html(notes)
+        self.message.value = self._run_notes = notes_html(notes)
         self.progress.value = self.progress.max
         self.progress.bar_style = "success" if how == "done" else "warning"
         self._say(self._status_of(result, said))
@@ -1125,7 +1432,7 @@ class Dashboard:
         else:
             warm = ""
         return (
-            f"{result.settings.label()}: median {result.median_ms:.2f} ms; {said}{warm}; "
+            f"{result.settings.label()}: {median_words(result)}; {said}{warm}; "
             f"{result.seconds:.2f} s{rebuilt}"
         )
 
@@ -1133,8 +1440,9 @@ class Dashboard:
         """Timeline, table and explanation of `result` (it becomes `self.result`)."""
         self.result, self.error = result, None
         self._show_figure(figure)
-        self.table.value = summary_html(result, self.pinned)
-        self.explanation.value = result.trace.explain()._repr_html_()
+        self._table_html = summary_html(result, self.pinned)
+        self._explain_html = explained_html(result)
+        self._mark_previous(None)
         self.clear_button.disabled = not self.pinned or self._busy
 
     def _show_figure(self, figure: Any) -> None:
@@ -1158,7 +1466,8 @@ class Dashboard:
 
     def _show_error(self, error: BaseException) -> None:
         self.ending, self.error = "failed", error
-        self.message.value = error_html(error)
+        self.message.value = self._run_notes = error_html(error)
+        self._mark_previous("kept: the last run failed")
         self.progress.bar_style = "danger"
         stale = " (the timeline below is from the previous run)" if self.result else ""
         self._say(f"failed: {type(error).__name__}: {error}{stale}")
@@ -1168,6 +1477,7 @@ class Dashboard:
         self.closed = True
         self.stop()
         self._idle.wait(30)
+        _RELAY.restore()
         self.runner.close()
         if self._canvas is not None:
             _close_canvas(self._canvas)

@@ -11,6 +11,7 @@ tests/test_dashboard_runs.py.
 from __future__ import annotations
 
 import doctest
+import html
 import threading
 
 import pytest
@@ -436,3 +437,28 @@ def test_rebuilds_through_the_widget_path_close_old_pools(dash):
     dash.close()
     assert threading.active_count() == start and parallelgraph_threads() == 0
     assert dash.runner.session is None
+
+
+def test_pin_says_what_it_kept(dash):
+    """Pin gave no feedback: now the message line names the pin, its run and median, an
+    already pinned run, a dropped oldest pin, and cleared pins."""
+    dash.run()
+    dash.wait(timeout=60)
+    first = dash.result
+    dash.pin_button.click()
+    said = html.unescape(dash.message.value)
+    assert f"Pinned as pin 1: {first.settings.label()}, median {first.median_ms:.2f} ms" in said
+    assert "The table compares the next runs with it" in said and "dropped" not in said
+    dash.pin_button.click()
+    assert "This run is pin 1 already." in html.unescape(dash.message.value)
+    assert dash.pinned == [first]
+    for hidden in (32, 64, 128, 256):  # other graphs: pinned, not drawn (a quick timeline)
+        change(dash, "hidden", hidden)
+        assert dash.message.value == ""  # a new run cleared the last answer
+        dash.pin_button.click()
+    said = html.unescape(dash.message.value)
+    assert f"Pinned as pin {widgets.MAX_PINNED}: " in said and "hidden=256" in said
+    assert f"The oldest pin was dropped: at most {widgets.MAX_PINNED}" in said
+    assert first not in dash.pinned
+    dash.clear_button.click()
+    assert f"{widgets.MAX_PINNED} pin(s) cleared." in html.unescape(dash.message.value)
