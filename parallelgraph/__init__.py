@@ -63,8 +63,15 @@ def simulate(*args: object, **kwargs: object) -> object:
 def dashboard(*source: object, **options: object) -> object:
     """The ipywidgets dashboard for your graph: `pg.dashboard(build, batch=(8, 2048), ...)`
     (parameters become controls as in `interact`), `pg.dashboard(graph, fetches)`, or
-    `pg.dashboard(preset="wide")`; see `parallelgraph.widgets`."""
+    `pg.dashboard(preset="wide")`; see `parallelgraph.widgets`. With `framework="pytorch"`
+    (or another framework) the dashboard runs your own program: `build(setting)` returns its
+    step, each setting in a warm worker process; see `parallelgraph.frameworks.dashboard`."""
     try:
+        if options.get("framework") is not None:
+            from .frameworks.dashboard import FrameworkDashboard
+
+            name = options.pop("framework")
+            return FrameworkDashboard(*source, name, **options)  # type: ignore[arg-type]
         from .widgets import Dashboard
 
         return Dashboard(*source, **options)

@@ -264,9 +264,9 @@ class SweepResult:
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
 
     # -- files ----------------------------------------------------------------------------------
-    def to_json(self, path: str | Path) -> Path:
-        path = Path(path)
-        document = {
+    def to_document(self) -> dict[str, Any]:
+        """Everything but the traces, as JSON-ready values (`to_json` writes it)."""
+        return {
             "format": "parallelgraph-sweep/1",
             "grid": self.grid,
             "cells": self.cells,
@@ -280,7 +280,10 @@ class SweepResult:
             "machine": None if self.machine is None else dataclasses.asdict(self.machine),
             "measurements": [m.__dict__ for m in self.measurements],
         }
-        path.write_text(json.dumps(document, indent=1, default=str))
+
+    def to_json(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.write_text(json.dumps(self.to_document(), indent=1, default=str))
         return path
 
     @classmethod
@@ -289,6 +292,11 @@ class SweepResult:
         document = json.loads(Path(path).read_text())
         if document.get("format") != "parallelgraph-sweep/1":
             raise ValueError(f"{path}: not a parallelgraph sweep result")
+        return cls.from_document(document)
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> SweepResult:
+        """The result `to_document` described."""
         return cls(
             grid=document["grid"],
             cells=document["cells"],

@@ -18,11 +18,17 @@ threads, and PyTorch 2.13's profiler on two branches, eager and with `torch.jit.
 
 >>> tf1 = framework_trace("tensorflow-inter1")                       # doctest: +SKIP
 >>> print(tf1.explain())                                              # doctest: +SKIP
+
+Framework sweeps of the seed graph (`pg.sweep(build, framework=...)`, written by
+`tools/record_framework_sweeps.py` in throwaway environments with PyTorch and TensorFlow):
+the result, the baseline trace's explanation and the verification of its advice, as text and
+numbers (`framework_sweep`).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -32,6 +38,7 @@ __all__ = [
     "FRAMEWORK_TRACES",
     "H200_SIZES",
     "framework_runs",
+    "framework_sweep",
     "framework_trace",
     "h200_medians",
     "h200_trace",
@@ -83,6 +90,41 @@ def framework_runs() -> dict[str, Any]:
     with _path("framework_traces.json").open() as file:
         runs = json.load(file)
     return {name: runs[file] for name, file in FRAMEWORK_TRACES.items()}
+
+
+#: Frameworks with a recorded sweep.
+FRAMEWORK_SWEEPS = ("pytorch", "tensorflow")
+
+
+@dataclass(frozen=True)
+class RecordedSweep:
+    """A framework sweep recorded elsewhere: the result (no traces), the explanation of the
+    baseline's trace and the verification of its advice (as printed then), and where and when."""
+
+    result: Any  # SweepResult
+    explanation: str
+    verification: str
+    versions: dict[str, str]
+    when: str
+    machine: str
+
+
+def framework_sweep(name: str = "pytorch") -> RecordedSweep:
+    """The recorded sweep of the seed graph on `name` (see `FRAMEWORK_SWEEPS`)."""
+    from ..sweeps import SweepResult
+
+    if name not in FRAMEWORK_SWEEPS:
+        raise ValueError(f"no recorded sweep for {name!r}; choose from {FRAMEWORK_SWEEPS}")
+    with _path(f"framework_sweep_{name}.json").open() as file:
+        record = json.load(file)
+    return RecordedSweep(
+        result=SweepResult.from_document(record["sweep"]),
+        explanation=record["explanation"],
+        verification=record["verification"],
+        versions=record["versions"],
+        when=record["when"],
+        machine=record["machine"],
+    )
 
 
 def _path(name: str) -> Any:

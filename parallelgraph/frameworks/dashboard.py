@@ -1,0 +1,325 @@
+"""The dashboard on a framework: its thread knobs as sliders, each setting in a warm worker.
+
+    dash = pg.dashboard(build, framework="pytorch", batch=(8, 512))
+    dash                        # Run: times the step, traces one, draws and explains it
+    dash.run(); dash.wait()     # the same from code
+
+`build(setting)` is the build function of a framework sweep (`parallelgraph.frameworks`). The
+framework's knobs (inter, intra; ONNX Runtime's mode, JAX's devices) are sliders beside the
+build's own parameters (the keyword abbreviations, as `interact` reads them: (min, max) a
+slider, a list a dropdown). Run times `repeats` steps of the setting on screen in its worker,
+then traces one step with the framework's profiler, draws that trace and explains it; the
+status gives the median with its 95% bootstrap interval, and the speed-up against the pinned
+setting with its interval (a single run is "one run: not a conclusion"), and says when the
+machine was busy.
+
+Workers: a setting's worker is started on first use and kept warm (`WorkerCache`, at most
+`max_workers`, the least recently used ended first), since a framework's pools cannot change
+in a running process. Stop ends a run within 0.1 s: the worker inside a step is ended (its
+setting starts afresh next time). `dash.wait()` re-raises a KeyboardInterrupt after stopping
+the run, so a Run All stops there. `close()` (and the interpreter's exit) ends every worker.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from .. import stats
+from ..config import cpu_count
+from ..machine_load import LoadMonitor, busy_note
+from .knobs import Framework, framework
+from .pool import Stopped, Worker, Workers
+from .sweep import check_knobs, label_of, pickled_build
+
+#: The knobs shown as sliders (JAX has no inter-op threads, and its intra-op ones are on or off).
+SLIDERS = {"jax": ("devices",)}
+#: Warm workers kept alive at most (each holds a framework's process: 100-500 MB).
+MAX_WORKERS = 3
+
+
+class WorkerCache:
+    """Warm workers by setting, the least recently used ended beyond `limit`."""
+
+    def __init__(self, framework_: Framework, build: bytes, warmup: int, limit: int):
+        self.framework, self.build, self.warmup, self.limit = framework_, build, warmup, limit
+        self._workers: OrderedDict[tuple, tuple[Worker, dict[str, Any]]] = OrderedDict()
+        self._group = Workers()
+
+    def get(
+        self, knobs: Mapping[str, Any], params: Mapping[str, Any], stopped: Callable[[], bool]
+    ) -> tuple[Worker, dict[str, Any]]:
+        """(worker, its setup reply) for this setting, started and set up if needed."""
+        key = tuple(sorted({**knobs, **params}.items()))
+        if key in self._workers and self._workers[key][0].alive:
+            self._workers.move_to_end(key)
+            return self._workers[key]
+        self.forget(key)
+        while len(self._workers) >= self.limit:
+            _, (oldest, _) = self._workers.popitem(last=False)
+            oldest.close()
+        worker = self._group.start(
+            self.framework, knobs, label_of(self.framework, {**knobs, **params})
+        )
+        worker.send(
+            "setup",
+            {"framework": self.framework.name, "setting": dict(knobs), "params": dict(params),
+             "build": self.build, "warmup": self.warmup},
+        )  # fmt: skip
+        try:
+            reply = worker.receive(stopped)
+        except BaseException:
+            worker.close()
+            raise
+        self._workers[key] = (worker, reply)
+        return worker, reply
+
+    def forget(self, key: tuple) -> None:
+        if key in self._workers:
+            self._workers.pop(key)[0].close()
+
+    def end(self, worker: Worker) -> None:
+        """End a worker that is inside a step (a Stop): its setting starts afresh next time."""
+        for key, (known, _) in list(self._workers.items()):
+            if known is worker:
+                self.forget(key)
+        worker.close()
+
+    def pids(self) -> list[int]:
+        return [w.pid for w, _ in self._workers.values() if w.alive]
+
+    def close(self) -> None:
+        self._workers.clear()
+        self._group.close()
+
+
+class Measured:
+    """One run of the dashboard: the setting, its step times and its traced step."""
+
+    def __init__(self, knobs: dict[str, Any], params: dict[str, Any], times_ms: list[float]):
+        self.knobs, self.params, self.times_ms = knobs, params, times_ms
+        self.read_back: dict[str, Any] = {}
+        self.trace: Any = None
+        self.busy: str | None = None
+        self.ending = "done"
+
+    @property
+    def label(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in {**self.knobs, **self.params}.items())
+
+    def median_text(self) -> str:
+        if not self.times_ms:
+            return "no step measured"
+        low, high = stats.bootstrap_median_ci(self.times_ms, np.random.default_rng(0))
+        spread = (
+            "one run: not a conclusion" if math.isnan(low) else f"95% CI {low:.3f}-{high:.3f} ms"
+        )
+        return (
+            f"median {stats.median(self.times_ms):.3f} ms of {len(self.times_ms)} steps ({spread})"
+        )
+
+    def speedup_text(self, pin: Measured) -> str:
+        if not self.times_ms or not pin.times_ms:
+            return ""
+        ratio, low, high = stats.bootstrap_ratio_ci(
+            pin.times_ms, self.times_ms, np.random.default_rng(0)
+        )
+        if math.isnan(low):
+            return f"x{ratio:.2f} against the pin ({pin.label}; one run: not a conclusion)"
+        return (
+            f"x{ratio:.2f} against the pin ({pin.label}; 95% CI {low:.2f}-{high:.2f}: "
+            f"{stats.verdict(low, high)})"
+        )
+
+
+class FrameworkDashboard:
+    """Sliders for a framework's knobs and the build's parameters, Run / Stop / Pin, the status,
+    the traced step's timeline and its explanation (see the module docstring)."""
+
+    def __init__(
+        self,
+        build: Callable[..., Any],
+        framework_name: str,
+        *,
+        repeats: int = 10,
+        warmup: int = 2,
+        max_workers: int = MAX_WORKERS,
+        trace: bool = True,
+        **abbreviations: Any,
+    ):
+        import ipywidgets as widgets
+        from ipywidgets import interactive
+
+        self.framework = framework(framework_name)
+        knob_values = {
+            k: abbreviations.pop(k) for k in list(abbreviations) if k in self.framework.knobs
+        }
+        self.workers = WorkerCache(self.framework, pickled_build(build), warmup, max_workers)
+        self.trace_steps = trace
+        cores = cpu_count()
+        self.controls: dict[str, Any] = {}
+        for knob in SLIDERS.get(self.framework.name, ("inter", "intra")):
+            self.controls[knob] = widgets.IntSlider(
+                value=int(knob_values.get(knob, 1)), min=1, max=max(cores, 2),
+                description=knob, continuous_update=False,
+            )  # fmt: skip
+        for knob, choices in self.framework.choices.items():
+            self.controls[knob] = widgets.Dropdown(
+                options=list(choices), value=knob_values.get(knob, choices[0]), description=knob
+            )
+        for name, abbrev in abbreviations.items():
+            widget = interactive.widget_from_abbrev(abbrev)
+            if widget is None:
+                raise ValueError(f"pg.dashboard(..., {name}={abbrev!r}): not a control")
+            widget.description = name
+            self.controls[name] = widget
+        self.repeats = widgets.IntSlider(value=repeats, min=1, max=200, description="repeats")
+        self.run_button = widgets.Button(description="Run", button_style="primary")
+        self.stop_button = widgets.Button(description="Stop", disabled=True)
+        self.pin_button = widgets.Button(description="Pin", disabled=True)
+        self.status = widgets.HTML("Press Run: the first run of a setting starts its worker.")
+        self.message = widgets.HTML("")
+        self.timeline = widgets.Image(format="png")
+        self.explanation = widgets.HTML("")
+        self.run_button.on_click(lambda _: self.run())
+        self.stop_button.on_click(lambda _: self.stop())
+        self.pin_button.on_click(lambda _: self.pin())
+        self.widget = widgets.VBox(
+            [
+                widgets.HBox(list(self.controls.values())),
+                widgets.HBox([self.repeats, self.run_button, self.stop_button, self.pin_button]),
+                self.status, self.message, self.timeline, self.explanation,
+            ]
+        )  # fmt: skip
+        self.last: Measured | None = None
+        self.pinned: Measured | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+
+    # -- what the controls say ------------------------------------------------------------------
+    def setting(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(knobs, build parameters) as the controls show them, checked."""
+        values = {name: control.value for name, control in self.controls.items()}
+        knobs = {k: v for k, v in values.items() if k in self.framework.knobs}
+        params = {k: v for k, v in values.items() if k not in self.framework.knobs}
+        check_knobs(self.framework, [values])
+        return knobs, params
+
+    # -- runs -----------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Start a run of the setting on screen in the background (the Run button)."""
+        if self._thread is not None and self._thread.is_alive():
+            self.message.value = "A run is going: Stop it first."
+            return
+        knobs, params = self.setting()
+        self._stop.clear()
+        self._error = None
+        self.message.value = ""
+        self.status.value = (
+            f"running {html.escape(label_of(self.framework, {**knobs, **params}))} ..."
+        )
+        self.run_button.disabled, self.stop_button.disabled = True, False
+        self._thread = threading.Thread(
+            target=self._run, args=(knobs, params), name="pg-framework-run", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, knobs: dict[str, Any], params: dict[str, Any]) -> None:
+        measured = Measured(knobs, params, [])
+        worker = None
+        try:
+            with LoadMonitor(own_pids=self.workers.pids) as monitor:
+                worker, reply = self.workers.get(knobs, params, self._stop.is_set)
+                measured.read_back = reply["read_back"]
+                for _ in range(self.repeats.value):
+                    if self._stop.is_set():
+                        raise Stopped(worker.label)
+                    (ns,) = worker.ask("time", self._stop.is_set, steps=1)
+                    measured.times_ms.append(ns / 1e6)
+            measured.busy = busy_note(monitor.load)
+            if self.trace_steps and self.framework.profile is not None:
+                from ..trace import Trace
+
+                measured.trace = Trace.load(worker.ask("trace", self._stop.is_set))
+        except Stopped:
+            measured.ending = "stopped"
+            if worker is not None:
+                self.workers.end(worker)
+        except BaseException as error:  # noqa: BLE001 - shown on the message line, kept for wait()
+            measured.ending = "failed"
+            self._error = error
+        self.last = measured if measured.times_ms or self.last is None else self.last
+        self._show(measured)
+
+    def _show(self, measured: Measured) -> None:
+        words = {"done": "", "stopped": "Stopped: ", "failed": "Failed: "}[measured.ending]
+        line = f"{words}{html.escape(measured.label)}: {measured.median_text()}"
+        if self.pinned is not None and self.pinned is not measured:
+            line += "; " + html.escape(measured.speedup_text(self.pinned))
+        if measured.read_back:
+            line += f"<br>{self.framework.title} reported: {html.escape(str(measured.read_back))}"
+        if measured.busy:
+            line += f"<br><b>Busy machine</b>: {html.escape(measured.busy)}."
+        self.status.value = line
+        if self._error is not None:
+            self.message.value = f"<pre>{html.escape(str(self._error))[:4000]}</pre>"
+        if measured.trace is not None:
+            import matplotlib.pyplot as plt
+
+            from ..widgets import figure_png
+
+            figure = measured.trace.plot(
+                title=f"{self.framework.title} {measured.label}: traced step"
+            )
+            self.timeline.value = figure_png(figure)
+            plt.close(figure)
+            self.explanation.value = f"<pre>{html.escape(str(measured.trace.explain()))}</pre>"
+        self.run_button.disabled, self.stop_button.disabled = False, True
+        self.pin_button.disabled = self.last is None
+
+    def stop(self) -> None:
+        """End the run (the Stop button): within 0.1 s, the worker inside a step ended."""
+        self._stop.set()
+
+    def pin(self) -> None:
+        """Keep the last run as the one later runs are compared with."""
+        if self.last is not None:
+            self.pinned = self.last
+            self.message.value = (
+                f"Pinned {html.escape(self.last.label)}: later runs give their speed-up against it."
+            )
+
+    def wait(self, timeout: float | None = None) -> Measured | None:
+        """Block until the run ends; a KeyboardInterrupt stops it and is raised again."""
+        thread = self._thread
+        if thread is None:
+            return self.last
+        try:
+            thread.join(timeout)
+        except KeyboardInterrupt:
+            self.stop()
+            thread.join()
+            raise
+        if self._error is not None:
+            raise self._error
+        return self.last
+
+    def close(self) -> None:
+        """Stop any run and end every worker."""
+        self.stop()
+        if self._thread is not None:
+            self._thread.join()
+        self.workers.close()
+        self.widget.close()
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
