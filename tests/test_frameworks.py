@@ -403,3 +403,44 @@ def test_a_busy_machine_is_said_out_loud():
     text = str(result)
     assert "Busy machine: other processes used" in text and "not reliable" in text
     assert "Busy machine" in result._repr_html_()
+
+
+def test_a_notebook_cells_function_brings_its_source():
+    """torch.jit.script reads the source of what it compiles: a function defined in a notebook
+    cell (its "file" exists only in the kernel's linecache) must find its source in the worker."""
+    import linecache
+
+    cell = "<ipython-input-7-cell>"
+    source = (
+        "def build(setting):\n"
+        "    import inspect\n"
+        "    def branch(x):\n"
+        "        return x + 1\n"
+        "    text = inspect.getsource(branch)\n"
+        "    assert text.startswith('    def branch(x):'), text\n"
+        "    return lambda: branch(1)\n"
+    )
+    linecache.cache[cell] = (len(source), None, source.splitlines(True), cell)
+    namespace = {"__name__": "__main__"}
+    exec(compile(source, cell, "exec"), namespace)
+    result = pg.sweep(
+        namespace["build"], framework="numpy", inter=[1], repeats=1, progress=False,
+        noise_check=False,
+    )  # fmt: skip
+    assert result.complete
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "before", "after"),
+    [
+        ("pytorch", "inter_op", {"inter": 1, "intra": 1}, {"inter": 2, "intra": 1}),
+        ("pytorch", "critical_path", {"inter": 1, "intra": 1}, {"inter": 1, "intra": 2}),
+        ("tensorflow", "intra_op", {"inter": 2, "intra": 2}, {"inter": 2, "intra": 2}),
+        # ONNX Runtime's inter-op advice is in intra-op words: its CPU nodes run one at a time
+        ("onnxruntime", "inter_op", {"inter": 1, "intra": 1}, {"inter": 1, "intra": 2}),
+        ("jax", "inter_op", {"devices": 1}, {"devices": 2}),
+    ],
+)
+def test_advice_kinds_become_settings_in_the_frameworks_terms(name, kind, before, after):
+    # on 2 cores: twice the threads, at least 2, at most the cores
+    assert framework_named(name).advice[kind](before, 2) == after

@@ -204,6 +204,19 @@ def common_read_back(setting: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _thread_advice(
+    inter: str, intra: str
+) -> dict[str, Callable[[dict[str, Any], int], dict[str, Any]]]:
+    """Advice kinds as settings: "inter_op" more of `inter`; "intra_op" and "critical_path"
+    (whose words are the framework's intra-op knob: make the path's ops use more threads)
+    more of `intra`."""
+    return {
+        "inter_op": _doubled(inter),
+        "intra_op": _doubled(intra),
+        "critical_path": _doubled(intra),
+    }
+
+
 def _doubled(key: str) -> Callable[[dict[str, Any], int], dict[str, Any]]:
     """Advice 'more threads of `key`': twice what the run had (at least 2), at most the cores."""
 
@@ -353,10 +366,6 @@ def _ort_profile(ort: Any, step: Callable[[], Any], setting: Setting, folder: st
     return files[-1]
 
 
-def _ort_intra(setting: dict[str, Any], cores: int) -> dict[str, Any]:
-    return _doubled("intra")(setting, cores)
-
-
 # -- JAX ------------------------------------------------------------------------------------------
 def _jax_environment(setting: Mapping[str, Any]) -> dict[str, str]:
     flags = [os.environ.get("XLA_FLAGS", "")]
@@ -402,7 +411,7 @@ FRAMEWORKS: dict[str, Framework] = {
         apply=_numpy_apply,
         read_back=_numpy_read_back,
         profile=_viztracer_profile,
-        advice={"inter_op": _doubled("inter"), "intra_op": _doubled("intra")},
+        advice=_thread_advice("inter", "intra"),
     ),
     "pytorch": Framework(
         name="pytorch",
@@ -411,7 +420,7 @@ FRAMEWORKS: dict[str, Framework] = {
         apply=_torch_apply,
         read_back=_torch_read_back,
         profile=_torch_profile,
-        advice={"inter_op": _doubled("inter"), "intra_op": _doubled("intra")},
+        advice=_thread_advice("inter", "intra"),
     ),
     "tensorflow": Framework(
         name="tensorflow",
@@ -421,7 +430,7 @@ FRAMEWORKS: dict[str, Framework] = {
         apply=_tf_apply,
         read_back=_tf_read_back,
         profile=_tf_profile,
-        advice={"inter_op": _doubled("inter"), "intra_op": _doubled("intra")},
+        advice=_thread_advice("inter", "intra"),
     ),
     "onnxruntime": Framework(
         name="onnxruntime",
@@ -432,7 +441,7 @@ FRAMEWORKS: dict[str, Framework] = {
         profile=_ort_profile,
         profiles_from_start=True,
         # ONNX Runtime's inter-op advice is in intra's words (its CPU nodes run one at a time)
-        advice={"inter_op": _ort_intra, "intra_op": _ort_intra},
+        advice=_thread_advice("intra", "intra"),
         choices={"mode": ("sequential", "parallel")},
     ),
     "jax": Framework(

@@ -5,7 +5,7 @@
 which reruns a script that lacks an `if __name__ == "__main__"` guard), hands it one end of a
 socket pair, and speaks the protocol of `worker`. The child gets the parent's `sys.path`, so a
 build function defined in a module of the user's is found, and one defined in a notebook cell
-or a script travels by value (cloudpickle).
+or a script travels by value, with its source (`travel`).
 
 Every worker is ended — on `close()`, when the `Workers` group that holds it closes (a sweep
 closes its group on any ending: done, Stop, Ctrl-C, an error), when it is garbage-collected,

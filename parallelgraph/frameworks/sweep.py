@@ -6,7 +6,7 @@ each against a way such measurements go wrong by hand:
 - **A fresh process per setting** (`pool.Worker`), its knobs set before the framework starts —
   TensorFlow's and PyTorch's pools cannot be changed once made, JAX's flags are read at import.
 - **Checked before anything starts**: the grid's knob values, the build function (it must
-  pickle: cloudpickle sends a notebook's function by value), the cell count.
+  pickle: `travel` sends a notebook's function by value, with its source), the cell count.
 - **Warm**: every worker calls `step()` `warmup` times before anything is timed (graph tracing,
   JIT compiles, allocator growth).
 - **Interleaved, shuffled rounds** as in `pg.sweep`: round r times every setting once before
@@ -52,6 +52,7 @@ from ..sweeps import (
 from ..trace import Trace
 from .knobs import CHECKS, PROFILE_PREFIX, Framework, framework
 from .pool import Stopped, Worker, Workers
+from .travel import pack as pickled_build
 
 #: Pause after a worker's turn before the next one starts (see the module docstring).
 SETTLE_S = 0.02
@@ -65,24 +66,6 @@ _WHOLE_KNOBS = ("inter", "intra", "cores", "blas", "devices")
 def label_of(framework_: Framework, cell: Mapping[str, Any]) -> str:
     """'PyTorch inter=2 intra=1 batch=8': how errors and notes name a setting."""
     return " ".join([framework_.title, *(f"{k}={v}" for k, v in cell.items())])
-
-
-def pickled_build(build: Callable[..., Any]) -> bytes:
-    """The build function as cloudpickle bytes, or a TypeError saying why it cannot travel."""
-    import cloudpickle
-
-    if not callable(build):
-        raise TypeError(
-            f"a framework sweep needs build(setting) -> step, a function; got {build!r:.80}"
-        )
-    try:
-        return cloudpickle.dumps(build)
-    except Exception as error:  # any pickling failure is the user's to see
-        name = getattr(build, "__qualname__", repr(build))
-        raise TypeError(
-            f"build function {name} cannot be sent to a worker process ({error}); build the "
-            "model inside it instead of capturing a live one (a session, a lock, an open file)"
-        ) from error
 
 
 def check_knobs(framework_: Framework, cells: Sequence[Mapping[str, Any]]) -> None:

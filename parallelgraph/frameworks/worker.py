@@ -7,8 +7,8 @@ stderr go where the parent's go and never mix with the messages). Protocol, one 
 request — ("ok", value) or ("error", {"type", "message", "traceback", "where"}):
 
 - ("setup", {framework, setting, params, build, warmup}): start the framework with the
-  setting (`Framework.start`: knobs applied before anything else), unpickle `build` (a
-  cloudpickle of the user's function), `step = build(Setting)`, call `step()` `warmup` times;
+  setting (`Framework.start`: knobs applied before anything else), unpack `build` (the user's
+  function, sent by `travel.pack`), `step = build(Setting)`, call `step()` `warmup` times;
   replies with what the framework reports it uses (`read_back`) and the warm-up times.
 - ("time", {"steps": k}): call `step()` k times back to back; replies with each call's ns
   (`perf_counter_ns` around the call: nothing else is inside the timed span).
@@ -35,6 +35,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from .knobs import Framework, Setting, common_read_back, framework, scratch_folder
+from .travel import unpack
 
 
 class WorkerState:
@@ -49,12 +50,10 @@ class WorkerState:
         self.step: Any = None
 
     def setup(self, request: dict[str, Any]) -> dict[str, Any]:
-        import cloudpickle
-
         self.framework = framework(request["framework"])
         knobs = request["setting"]
         self.module = self.framework.start(knobs)  # before unpickling: it may import the framework
-        self.build = cloudpickle.loads(request["build"])
+        self.build = unpack(request["build"])
         self.values = {**request["params"], **knobs}
         self.setting, self.step = self._built(profiling=None)
         warm = self.time(request["warmup"])
