@@ -444,3 +444,41 @@ def test_a_notebook_cells_function_brings_its_source():
 def test_advice_kinds_become_settings_in_the_frameworks_terms(name, kind, before, after):
     # on 2 cores: twice the threads, at least 2, at most the cores
     assert framework_named(name).advice[kind](before, 2) == after
+
+
+def build_by_inter(setting):
+    """A step whose time the setting decides: 24 ms with one inter-op thread, 12 with two."""
+    pause = 0.024 / setting.inter
+
+    def step():
+        time.sleep(pause)
+
+    return step
+
+
+def test_verdicts_match_an_independent_measurement_of_the_same_settings():
+    """The sweep's numbers belong to the right settings: against the same steps timed here in
+    a bare loop, each cell's median is within 20% and the speed-up's CI holds the bare
+    loop's ratio (about 2)."""
+    result = pg.sweep(
+        build_by_inter, framework="numpy", inter=[1, 2], repeats=6, progress=False,
+        noise_check=False,
+    )  # fmt: skip
+    rows = {row.params["inter"]: row for row in result.rows()}
+
+    class Fake(dict):
+        __getattr__ = dict.get
+
+    bare = {}
+    for inter in (1, 2):
+        step = build_by_inter(Fake(inter=inter))
+        times = []
+        for _ in range(6):
+            began = time.perf_counter()
+            step()
+            times.append((time.perf_counter() - began) * 1e3)
+        bare[inter] = sorted(times)[3]
+        assert rows[inter].median_ms == pytest.approx(bare[inter], rel=0.2)
+    assert rows[2].verdict == "faster"
+    low, high = rows[2].speedup_ci
+    assert low <= bare[1] / bare[2] * 1.1 and bare[1] / bare[2] * 0.9 <= high

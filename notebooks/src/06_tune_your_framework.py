@@ -93,49 +93,20 @@ print(result.verify(repeats=10))
 # %% [markdown]
 # ## PyTorch and TensorFlow 2
 #
-# The same graph, written in each framework. PyTorch runs eager ops one at a time on the
-# calling thread, so the branches are forked (`torch.jit.fork`) to give the inter-op pool
-# something to run side by side; TensorFlow's executor runs a `tf.function`'s independent ops
-# on its inter-op pool by itself.
+# The same graph, written in each framework (`parallelgraph.frameworks.examples`; a build
+# function in a module of your own works as well as one in a cell). PyTorch runs eager ops one
+# at a time on the calling thread, so the branches are forked (`torch.jit.fork`, inside
+# TorchScript) to give the inter-op pool something to run side by side; TensorFlow's executor
+# runs a `tf.function`'s independent ops on its inter-op pool by itself.
 
 
 # %%
-def build_pytorch(setting):
-    import torch
+import inspect
 
-    torch.manual_seed(0)
-    w = [torch.randn(512, 512) / 512**0.5 for _ in range(4)]
-    x1, x2 = torch.randn(setting.batch, 512), torch.randn(setting.batch, 512)
+from parallelgraph.frameworks import examples
 
-    @torch.jit.script
-    def branch(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x @ a) @ b
-
-    @torch.jit.script
-    def two_branch(x1: torch.Tensor, x2: torch.Tensor, w: list[torch.Tensor]) -> torch.Tensor:
-        net1 = torch.jit.fork(branch, x1, w[0], w[1])  # a task for the inter-op pool
-        return torch.jit.wait(net1) + branch(x2, w[2], w[3])
-
-    return lambda: two_branch(x1, x2, w)
-
-
-def build_tensorflow(setting):
-    import tensorflow as tf
-
-    tf.random.set_seed(0)
-    w = [tf.random.normal((512, 512)) / 512**0.5 for _ in range(4)]
-    x1, x2 = tf.random.normal((setting.batch, 512)), tf.random.normal((setting.batch, 512))
-
-    @tf.function
-    def two_branch(x1, x2):
-        with tf.name_scope("net1"):
-            net1 = tf.matmul(tf.nn.relu(tf.matmul(x1, w[0])), w[1])
-        with tf.name_scope("net2"):
-            net2 = tf.matmul(tf.nn.relu(tf.matmul(x2, w[2])), w[3])
-        return net1 + net2
-
-    return lambda: two_branch(x1, x2).numpy()
-
+print(inspect.getsource(examples.build_pytorch))
+print(inspect.getsource(examples.build_tensorflow))
 
 # %% [markdown]
 # Swept live where the framework is installed (TensorFlow's traces also need `xprof`, which
@@ -146,12 +117,13 @@ def build_tensorflow(setting):
 from parallelgraph.recorded import framework_sweep
 
 for name, build_fn, module in (
-    ("pytorch", build_pytorch, "torch"),
-    ("tensorflow", build_tensorflow, "tensorflow"),
+    ("pytorch", examples.build_pytorch, "torch"),
+    ("tensorflow", examples.build_tensorflow, "tensorflow"),
 ):
     if importlib.util.find_spec(module) is not None:
         swept = pg.sweep(
-            build_fn, framework=name, inter=[1, 2], intra=[1, 2], batch=[128], repeats=10,
+            build_fn, framework=name, inter=[1, 2], intra=[1, 2], batch=[128], width=[512],
+            repeats=10,
             trace=importlib.util.find_spec("xprof") is not None or name != "tensorflow",
             progress=False,
         )  # fmt: skip
