@@ -135,3 +135,24 @@ def test_bad_settings_are_refused_before_a_worker_starts():
         assert children() - before
     finally:
         dash.close()
+
+
+def test_verify_advice_runs_the_advised_setting_beside_the_traced_one():
+    before = children()
+    dash = pg.dashboard(build_onnxruntime, framework="onnxruntime", batch=[16], repeats=3)
+    try:
+        assert dash.verify_button.disabled
+        dash.run()
+        dash.wait(120)
+        assert not dash.verify_button.disabled
+        dash.verify()
+        dash.wait(120)
+        verification = dash.verification
+        assert verification.before["intra"] == 1 and verification.after["intra"] == 2
+        assert len(verification.before_ms) == len(verification.after_ms) == 3
+        assert "Measured (intra 1 -&gt; 2" in dash.message.value
+        assert dash.status.value.startswith("Verified: ")
+        assert len(dash.workers.pids()) == 2  # the advised setting's worker stays warm
+    finally:
+        dash.close()
+    assert no_worker_left(before)

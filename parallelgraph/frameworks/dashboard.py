@@ -183,6 +183,7 @@ class FrameworkDashboard:
         self.run_button = widgets.Button(description="Run", button_style="primary")
         self.stop_button = widgets.Button(description="Stop", disabled=True)
         self.pin_button = widgets.Button(description="Pin", disabled=True)
+        self.verify_button = widgets.Button(description="Verify advice", disabled=True)
         self.status = widgets.HTML("Press Run: the first run of a setting starts its worker.")
         self.message = widgets.HTML("")
         self.timeline = widgets.Image(format="png")
@@ -190,14 +191,18 @@ class FrameworkDashboard:
         self.run_button.on_click(lambda _: self.run())
         self.stop_button.on_click(lambda _: self.stop())
         self.pin_button.on_click(lambda _: self.pin())
+        self.verify_button.on_click(lambda _: self.verify())
         self.widget = widgets.VBox(
             [
                 widgets.HBox(list(self.controls.values())),
-                widgets.HBox([self.repeats, self.run_button, self.stop_button, self.pin_button]),
+                widgets.HBox([self.repeats, self.run_button, self.stop_button, self.pin_button,
+                             self.verify_button]),
                 self.status, self.message, self.timeline, self.explanation,
             ]
         )  # fmt: skip
         self.last: Measured | None = None
+        #: The last verification of advice (the Verify advice button), with its numbers.
+        self.verification: Any = None
         self.pinned: Measured | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -215,21 +220,76 @@ class FrameworkDashboard:
     # -- runs -----------------------------------------------------------------------------------
     def run(self) -> None:
         """Start a run of the setting on screen in the background (the Run button)."""
+        knobs, params = self.setting()
+        what = label_of(self.framework, {**knobs, **params})
+        self._start(f"running {html.escape(what)} ...", self._run, knobs, params)
+
+    def verify(self) -> None:
+        """Run the setting the last traced run's advice asks for against that run's setting,
+        interleaved in their warm workers (the Verify advice button); `dash.verification`
+        and the message line say what was measured against what the replay predicted."""
+        from .verify import advised_change
+
+        last = self.last
+        if last is None or last.trace is None:
+            self.message.value = "Run (traced) first: Verify measures the advice of that run."
+            return
+        try:
+            words, after = advised_change(
+                self.framework, {**last.knobs, **last.params}, last.trace.explain()
+            )
+        except ValueError as refused:
+            self.message.value = html.escape(str(refused))
+            return
+        self._start(f"verifying: {html.escape(words[:120])} ...", self._verify, last, words, after)
+
+    def _start(self, status: str, target: Callable[..., None], *args: Any) -> None:
         if self._thread is not None and self._thread.is_alive():
             self.message.value = "A run is going: Stop it first."
             return
-        knobs, params = self.setting()
         self._stop.clear()
         self._error = None
         self.message.value = ""
-        self.status.value = (
-            f"running {html.escape(label_of(self.framework, {**knobs, **params}))} ..."
-        )
+        self.status.value = status
         self.run_button.disabled, self.stop_button.disabled = True, False
+        self.verify_button.disabled = True
         self._thread = threading.Thread(
-            target=self._run, args=(knobs, params), name="pg-framework-run", daemon=True
+            target=target, args=args, name="pg-framework-run", daemon=True
         )
         self._thread.start()
+
+    def _verify(self, last: Measured, words: str, after: dict[str, Any]) -> None:
+        from .sweep import Runner
+        from .verify import compared
+
+        is_knob = self.framework.knobs.__contains__
+        before = {**last.knobs, **last.params}
+        kept: list[Any] = []
+        try:
+            pair = [
+                self.workers.get(
+                    {k: v for k, v in cell.items() if is_knob(k)},
+                    {k: v for k, v in cell.items() if not is_knob(k)},
+                    self._stop.is_set,
+                )
+                for cell in (before, after)
+            ]
+            runner = Runner(self.framework, self.workers.build, self.workers.warmup)
+            complete = runner.measure(
+                [worker for worker, _ in pair], self.repeats.value, kept.append, self._stop.is_set
+            )
+            self.verification = compared(
+                self.framework, words, before, after, kept,
+                (pair[0][1]["read_back"], pair[1][1]["read_back"]), last.trace, is_knob,
+                complete,
+            )  # fmt: skip
+            self.message.value = f"<pre>{html.escape(str(self.verification))}</pre>"
+            self.status.value = f"Verified: {html.escape(self.verification.verdict)}"
+        except BaseException as error:  # noqa: BLE001 - shown, and raised by wait()
+            self._error = error
+            self.message.value = f"<pre>{html.escape(str(error))[:4000]}</pre>"
+            self.status.value = "Failed: the verification"
+        self._enable()
 
     def _run(self, knobs: dict[str, Any], params: dict[str, Any]) -> None:
         measured = Measured(knobs, params, [])
@@ -281,8 +341,12 @@ class FrameworkDashboard:
             self.timeline.value = figure_png(figure)
             plt.close(figure)
             self.explanation.value = f"<pre>{html.escape(str(measured.trace.explain()))}</pre>"
+        self._enable()
+
+    def _enable(self) -> None:
         self.run_button.disabled, self.stop_button.disabled = False, True
         self.pin_button.disabled = self.last is None
+        self.verify_button.disabled = self.last is None or self.last.trace is None
 
     def stop(self) -> None:
         """End the run (the Stop button): within 0.1 s, the worker inside a step ended."""

@@ -14,7 +14,7 @@ advice did not help or the framework did not take the setting.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ from .. import stats
 from ..config import cpu_count
 from ..evidence import Advice
 from ..sweeps import Measurement, SweepResult
+from .knobs import Framework
 from .pool import Workers
 from .sweep import Runner, label_of, predicted_ratio, replay_config
 
@@ -109,9 +110,7 @@ def _not_taken(asked: Mapping[str, Any], read_back: Mapping[str, Any]) -> list[s
 
 
 def advised_setting(result: SweepResult, index: int, advice: Any) -> tuple[str, dict[str, Any]]:
-    """(the advice's words, the setting it asks for) for cell `index`."""
-    from ..explain import Explanation
-
+    """(the advice's words, the setting it asks for) for cell `index` of a sweep."""
     framework_ = result.runner.framework
     cell = dict(result.cells[index])
     if isinstance(advice, Mapping):
@@ -128,6 +127,17 @@ def advised_setting(result: SweepResult, index: int, advice: Any) -> tuple[str, 
                 "trace=True, or pass the advice (an Advice, explain()'s report, or a setting)"
             )
         advice = result.traces[index][0].explain()
+    return advised_change(framework_, cell, advice)
+
+
+def advised_change(
+    framework_: Framework, cell: Mapping[str, Any], advice: Any
+) -> tuple[str, dict[str, Any]]:
+    """(the advice's words, the setting it asks for): `Framework.advice` maps the advice's kind
+    to a change of `cell`; a ValueError when it is no thread setting or changes nothing."""
+    from ..explain import Explanation
+
+    cell = dict(cell)
     if isinstance(advice, Explanation):
         advice = advice.advice
     if not isinstance(advice, Advice):
@@ -149,6 +159,49 @@ def advised_setting(result: SweepResult, index: int, advice: Any) -> tuple[str, 
     return advice.text, after
 
 
+def compared(
+    framework_: Framework,
+    words: str,
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    kept: list[Measurement],
+    read_back: tuple[Mapping[str, Any], Mapping[str, Any]],
+    trace: Any,
+    is_knob: Callable[[str], bool],
+    complete: bool,
+    seed: int = 0,
+) -> Verification:
+    """The Verification of interleaved measurements `kept` (cell 0: before, 1: after), with
+    the replay's prediction from `trace` (the before setting's, or None)."""
+    before_ms = [m.makespan_ms for m in kept if m.cell == 0]
+    after_ms = [m.makespan_ms for m in kept if m.cell == 1]
+    if not before_ms or not after_ms:
+        raise KeyboardInterrupt("verify() was interrupted before both settings were measured")
+    speedup, low, high = stats.bootstrap_ratio_ci(before_ms, after_ms, np.random.default_rng(seed))
+    predicted = None
+    if trace is not None:
+        ratio = predicted_ratio(
+            trace,
+            replay_config({k: v for k, v in before.items() if is_knob(k)}, read_back[0]),
+            replay_config({k: v for k, v in after.items() if is_knob(k)}, read_back[1]),
+        )
+        predicted = None if ratio is None else 1 / ratio
+    return Verification(
+        framework=framework_.name,
+        advice=words,
+        before=dict(before),
+        after=dict(after),
+        read_back=dict(read_back[1]),
+        before_ms=before_ms,
+        after_ms=after_ms,
+        speedup=speedup,
+        speedup_ci=(low, high),
+        verdict=stats.verdict(low, high),
+        predicted_speedup=predicted,
+        complete=complete,
+    )
+
+
 def verify(result: SweepResult, index: int, advice: Any, repeats: int | None) -> Verification:
     """Measure the advised setting against cell `index` (see the module docstring)."""
     runner: Runner | None = result.runner
@@ -158,39 +211,13 @@ def verify(result: SweepResult, index: int, advice: Any, repeats: int | None) ->
         )
     words, after = advised_setting(result, index, advice)
     before = dict(result.cells[index])
-    repeats = repeats or runner.repeats
     kept: list[Measurement] = []
     with Workers() as workers:
         (b, _), (a, reply) = runner.start(workers, [before, after], result.is_knob)
-        complete = runner.measure([b, a], repeats, kept.append)
-    before_ms = [m.makespan_ms for m in kept if m.cell == 0]
-    after_ms = [m.makespan_ms for m in kept if m.cell == 1]
-    if not before_ms or not after_ms:
-        raise KeyboardInterrupt("verify() was interrupted before both settings were measured")
-    speedup, low, high = stats.bootstrap_ratio_ci(
-        before_ms, after_ms, np.random.default_rng(runner.seed)
-    )
-    predicted = None
-    if result.traces.get(index):
-        _, knobs_before = result.split(before)
-        _, knobs_after = result.split(after)
-        ratio = predicted_ratio(
-            result.traces[index][0],
-            replay_config(knobs_before, result.read_back.get(index, {})),
-            replay_config(knobs_after, reply["read_back"]),
-        )
-        predicted = None if ratio is None else 1 / ratio
-    return Verification(
-        framework=runner.framework.name,
-        advice=words,
-        before=before,
-        after=after,
-        read_back=reply["read_back"],
-        before_ms=before_ms,
-        after_ms=after_ms,
-        speedup=speedup,
-        speedup_ci=(low, high),
-        verdict=stats.verdict(low, high),
-        predicted_speedup=predicted,
-        complete=complete,
-    )
+        complete = runner.measure([b, a], repeats or runner.repeats, kept.append)
+    traces = result.traces.get(index)
+    return compared(
+        runner.framework, words, before, after, kept,
+        (result.read_back.get(index, {}), reply["read_back"]),
+        traces[0] if traces else None, result.is_knob, complete, runner.seed,
+    )  # fmt: skip
