@@ -98,7 +98,7 @@ def test_wait_reraises_an_interrupt_after_stopping_the_run():
         threading.Timer(1.5, _thread.interrupt_main).start()
         with pytest.raises(KeyboardInterrupt):
             dash.wait()
-        assert not dash._thread.is_alive()
+        assert dash._finished.is_set()  # the run ended before wait() raised
         assert not dash.run_button.disabled
     finally:
         dash.close()
@@ -155,4 +155,28 @@ def test_verify_advice_runs_the_advised_setting_beside_the_traced_one():
         assert len(dash.workers.pids()) == 2  # the advised setting's worker stays warm
     finally:
         dash.close()
+    assert no_worker_left(before)
+
+
+def test_kernel_interrupt_stops_a_run_button_run():
+    """An idle ipykernel ignores SIGINT (SIG_IGN); the relay still stops the background run."""
+    import os
+    import signal
+
+    before = children()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    dash = pg.dashboard(build_slow, framework="numpy", repeats=400, trace=False)
+    try:
+        dash.run()
+        time.sleep(2.0)  # the worker started, steps are being timed
+        os.kill(os.getpid(), signal.SIGINT)
+        measured = dash.wait(30)
+        assert measured is not None and measured.ending == "interrupted"
+        assert 0 < len(measured.times_ms) < 400
+        assert dash.status.value.startswith("Interrupted: ")
+        assert dash._finished.is_set() and not dash.run_button.disabled
+    finally:
+        dash.close()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # the relay is gone
+        signal.signal(signal.SIGINT, previous)
     assert no_worker_left(before)

@@ -16,15 +16,19 @@ machine was busy.
 Workers: a setting's worker is started on first use and kept warm (`WorkerCache`, at most
 `max_workers`, the least recently used ended first), since a framework's pools cannot change
 in a running process. Stop ends a run within 0.1 s: the worker inside a step is ended (its
-setting starts afresh next time). `dash.wait()` re-raises a KeyboardInterrupt after stopping
-the run, so a Run All stops there. `close()` (and the interpreter's exit) ends every worker.
+setting starts afresh next time). Kernel ▸ Interrupt ends a Run-button run the same way (the
+SIGINT relay of `parallelgraph.widgets`), and `dash.wait()` re-raises a KeyboardInterrupt
+after stopping the run, so a Run All stops there. `close()` (and the interpreter's exit) ends
+every worker.
 """
 
 from __future__ import annotations
 
 import html
 import math
+import queue
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -34,12 +38,23 @@ import numpy as np
 from .. import stats
 from ..config import cpu_count
 from ..machine_load import LoadMonitor, busy_note
+
+# The dashboard's SIGINT relay: a signal reaches only the main thread, and an idle ipykernel
+# ignores it, so a run in a background thread hears of it from the relay.
+from ..widgets import _RELAY, _end_listener
 from .knobs import Framework, framework
 from .pool import Stopped, Worker, Workers
 from .sweep import check_knobs, label_of, pickled_build
 
 #: The knobs shown as sliders (JAX has no inter-op threads, and its intra-op ones are on or off).
 SLIDERS = {"jax": ("devices",)}
+#: How the status line begins, by the run's ending.
+ENDING_WORDS = {
+    "done": "",
+    "stopped": "Stopped: ",
+    "interrupted": "Interrupted: ",
+    "failed": "Failed: ",
+}
 #: Warm workers kept alive at most (each holds a framework's process: 100-500 MB).
 MAX_WORKERS = 3
 
@@ -207,6 +222,8 @@ class FrameworkDashboard:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._error: BaseException | None = None
+        self._interrupted = False
+        self._finished = threading.Event()
 
     # -- what the controls say ------------------------------------------------------------------
     def setting(self) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -253,10 +270,31 @@ class FrameworkDashboard:
         self.status.value = status
         self.run_button.disabled, self.stop_button.disabled = True, False
         self.verify_button.disabled = True
-        self._thread = threading.Thread(
-            target=target, args=args, name="pg-framework-run", daemon=True
-        )
+        self._interrupted = False
+        words: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        relayed = _RELAY.attach(words)  # Kernel ▸ Interrupt reaches a Run-button run
+        listener = threading.Thread(target=self._listen, args=(words,), daemon=True)
+        if relayed:
+            listener.start()
+
+        finished = self._finished = threading.Event()
+
+        def body() -> None:
+            try:
+                target(*args)
+            finally:
+                if relayed:
+                    _end_listener(words, listener)
+                finished.set()
+
+        self._thread = threading.Thread(target=body, name="pg-framework-run", daemon=True)
         self._thread.start()
+
+    def _listen(self, words: queue.SimpleQueue[str | None]) -> None:
+        """The run's SIGINT listener: a word from the relay stops the run as "interrupted"."""
+        if words.get() is not None:
+            self._interrupted = True
+            self.stop()
 
     def _verify(self, last: Measured, words: str, after: dict[str, Any]) -> None:
         from .sweep import Runner
@@ -309,7 +347,7 @@ class FrameworkDashboard:
 
                 measured.trace = Trace.load(worker.ask("trace", self._stop.is_set))
         except Stopped:
-            measured.ending = "stopped"
+            measured.ending = "interrupted" if self._interrupted else "stopped"
             if worker is not None:
                 self.workers.end(worker)
         except BaseException as error:  # noqa: BLE001 - shown on the message line, kept for wait()
@@ -319,7 +357,12 @@ class FrameworkDashboard:
         self._show(measured)
 
     def _show(self, measured: Measured) -> None:
-        words = {"done": "", "stopped": "Stopped: ", "failed": "Failed: "}[measured.ending]
+        words = {
+            "done": "",
+            "stopped": "Stopped: ",
+            "interrupted": "Interrupted: ",
+            "failed": "Failed: ",
+        }[measured.ending]
         line = f"{words}{html.escape(measured.label)}: {measured.median_text()}"
         if self.pinned is not None and self.pinned is not measured:
             line += "; " + html.escape(measured.speedup_text(self.pinned))
@@ -362,15 +405,22 @@ class FrameworkDashboard:
 
     def wait(self, timeout: float | None = None) -> Measured | None:
         """Block until the run ends; a KeyboardInterrupt stops it and is raised again."""
-        thread = self._thread
-        if thread is None:
+        if self._thread is None:
             return self.last
+        finished = self._finished
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            thread.join(timeout)
+            # An Event of our own, in slices: an interrupt that is only flagged (interrupt_main)
+            # is seen between them, and an interrupted Thread.join can leave the thread looking
+            # ended while it runs (CPython 3.11), so the run's end is never read off the thread.
+            while not finished.wait(0.05) and (deadline is None or time.monotonic() < deadline):
+                pass
         except KeyboardInterrupt:
             self.stop()
-            thread.join()
+            finished.wait()
             raise
+        finally:
+            _RELAY.restore()
         if self._error is not None:
             raise self._error
         return self.last
@@ -380,6 +430,7 @@ class FrameworkDashboard:
         self.stop()
         if self._thread is not None:
             self._thread.join()
+        _RELAY.restore()
         self.workers.close()
         self.widget.close()
 
