@@ -281,6 +281,11 @@ def test_a_stop_inside_a_long_step_does_not_wait_for_it():
         ({"intra": [4]}, "jax", r"intra=1 \(off\) or leave it out"),
         ({"inter": [1]}, "caffe", r"framework='caffe': one of"),
         ({"inter": [1] * 40}, "numpy", r"more than 32"),
+        (
+            {"inter_op_parallelism_threads": [1, 2]},
+            "tensorflow",
+            r"'inter_op_parallelism_threads' is TensorFlow's knob 'inter' under another name",
+        ),
     ],
 )
 def test_bad_settings_are_refused_before_any_worker_starts(grid, framework, match):

@@ -117,6 +117,8 @@ class Worker:
         self.connection = Connection(os.dup(ours.fileno()))
         ours.close()
         self._finalizer = weakref.finalize(self, _kill, self.process, self.connection)
+        #: A request was sent and its reply not read: the worker is busy (in a step, a build).
+        self.pending = False
 
     @property
     def pid(self) -> int:
@@ -131,6 +133,7 @@ class Worker:
             self.connection.send((command, dict(request)))
         except OSError as error:
             raise self._lost() from error
+        self.pending = True
 
     def receive(self, stopped: Callable[[], bool] = lambda: False) -> Any:
         """The reply to the last request; raises FrameworkError for a failure in the user's
@@ -144,6 +147,7 @@ class Worker:
             status, value = self.connection.recv()
         except (EOFError, OSError) as error:
             raise self._lost() from error
+        self.pending = False
         if status == "error":
             raise FrameworkError(self.label, value)
         return value
@@ -164,6 +168,10 @@ class Worker:
         )
 
     def close(self) -> None:
+        """End the worker: politely when it is idle; at once when it is busy (a Stop or a
+        Ctrl-C left it inside a step or a build, which may take any time)."""
+        if self.pending and self.alive:
+            self.process.terminate()
         self._finalizer()
 
 
@@ -185,7 +193,9 @@ class Workers:
         """End every worker; the slow ones in parallel (stop requests first, then the waits)."""
         deadline = time.monotonic() + GRACE_S
         for worker in self.workers:
-            if worker.alive:
+            if worker.alive and worker.pending:
+                worker.process.terminate()  # inside a step or a build: not worth waiting for
+            elif worker.alive:
                 try:
                     worker.connection.send(("stop", {}))
                 except (OSError, ValueError):

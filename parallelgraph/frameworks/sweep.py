@@ -68,8 +68,28 @@ def label_of(framework_: Framework, cell: Mapping[str, Any]) -> str:
     return " ".join([framework_.title, *(f"{k}={v}" for k, v in cell.items())])
 
 
+#: The frameworks' own names of the two knobs: a grid key spelled so is the knob, misnamed.
+KNOB_SPELLINGS = {
+    **dict.fromkeys(
+        ("inter_op_threads", "inter_op_parallelism_threads", "inter_op_num_threads",
+         "num_interop_threads", "interop_threads"), "inter",
+    ),
+    **dict.fromkeys(
+        ("intra_op_threads", "intra_op_parallelism_threads", "intra_op_num_threads",
+         "num_threads", "intraop_threads"), "intra",
+    ),
+}  # fmt: skip
+
+
 def check_knobs(framework_: Framework, cells: Sequence[Mapping[str, Any]]) -> None:
     """Every knob value of every cell is one the framework takes; a ValueError naming it."""
+    for key in cells[0] if cells else ():
+        if key in KNOB_SPELLINGS:
+            raise ValueError(
+                f"grid key {key!r} is {framework_.title}'s knob {KNOB_SPELLINGS[key]!r} under "
+                f"another name: write {KNOB_SPELLINGS[key]}=[...] (its knobs: "
+                f"{', '.join(framework_.knobs)}; other keys go to build as parameters)"
+            )
     for cell in cells:
         for key in _WHOLE_KNOBS:
             value = cell.get(key)
