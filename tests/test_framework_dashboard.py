@@ -168,7 +168,9 @@ def test_kernel_interrupt_stops_a_run_button_run():
     dash = pg.dashboard(build_slow, framework="numpy", repeats=400, trace=False)
     try:
         dash.run()
-        time.sleep(2.0)  # the worker started, steps are being timed
+        deadline = time.monotonic() + 60
+        while not (dash.current and dash.current.times_ms) and time.monotonic() < deadline:
+            time.sleep(0.05)  # until the worker started and steps are being timed
         os.kill(os.getpid(), signal.SIGINT)
         measured = dash.wait(30)
         assert measured is not None and measured.ending == "interrupted"

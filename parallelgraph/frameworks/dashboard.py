@@ -44,7 +44,7 @@ from ..machine_load import LoadMonitor, busy_note
 from ..widgets import _RELAY, _end_listener
 from .knobs import Framework, framework
 from .pool import Stopped, Worker, Workers
-from .sweep import check_knobs, label_of, pickled_build
+from .sweep import check_knobs, label_of, pickled_build, setup_request
 
 #: The knobs shown as sliders (JAX has no inter-op threads, and its intra-op ones are on or off).
 SLIDERS = {"jax": ("devices",)}
@@ -55,8 +55,14 @@ ENDING_WORDS = {
     "interrupted": "Interrupted: ",
     "failed": "Failed: ",
 }
+#: The status shows a run's progress at most this often.
+PROGRESS_EVERY_S = 0.25
 #: Warm workers kept alive at most (each holds a framework's process: 100-500 MB).
 MAX_WORKERS = 3
+
+
+def _key(knobs: Mapping[str, Any], params: Mapping[str, Any]) -> tuple:
+    return tuple(sorted({**knobs, **params}.items()))
 
 
 class WorkerCache:
@@ -71,8 +77,8 @@ class WorkerCache:
         self, knobs: Mapping[str, Any], params: Mapping[str, Any], stopped: Callable[[], bool]
     ) -> tuple[Worker, dict[str, Any]]:
         """(worker, its setup reply) for this setting, started and set up if needed."""
-        key = tuple(sorted({**knobs, **params}.items()))
-        if key in self._workers and self._workers[key][0].alive:
+        key = _key(knobs, params)
+        if self.warm(knobs, params):
             self._workers.move_to_end(key)
             return self._workers[key]
         self.forget(key)
@@ -82,11 +88,7 @@ class WorkerCache:
         worker = self._group.start(
             self.framework, knobs, label_of(self.framework, {**knobs, **params})
         )
-        worker.send(
-            "setup",
-            {"framework": self.framework.name, "setting": dict(knobs), "params": dict(params),
-             "build": self.build, "warmup": self.warmup},
-        )  # fmt: skip
+        worker.send("setup", setup_request(self.framework, knobs, params, self.build, self.warmup))
         try:
             reply = worker.receive(stopped)
         except BaseException:
@@ -94,6 +96,11 @@ class WorkerCache:
             raise
         self._workers[key] = (worker, reply)
         return worker, reply
+
+    def warm(self, knobs: Mapping[str, Any], params: Mapping[str, Any]) -> bool:
+        """Whether this setting has a live worker already."""
+        key = _key(knobs, params)
+        return key in self._workers and self._workers[key][0].alive
 
     def forget(self, key: tuple) -> None:
         if key in self._workers:
@@ -224,6 +231,8 @@ class FrameworkDashboard:
         self._error: BaseException | None = None
         self._interrupted = False
         self._finished = threading.Event()
+        #: The run going now (or the last one): its steps so far.
+        self.current: Measured | None = None
 
     # -- what the controls say ------------------------------------------------------------------
     def setting(self) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -330,17 +339,26 @@ class FrameworkDashboard:
         self._enable()
 
     def _run(self, knobs: dict[str, Any], params: dict[str, Any]) -> None:
-        measured = Measured(knobs, params, [])
+        measured = self.current = Measured(knobs, params, [])
         worker = None
         try:
             with LoadMonitor(own_pids=self.workers.pids) as monitor:
+                if not self.workers.warm(knobs, params):
+                    self.status.value = f"starting a worker for {html.escape(measured.label)} ..."
                 worker, reply = self.workers.get(knobs, params, self._stop.is_set)
                 measured.read_back = reply["read_back"]
-                for _ in range(self.repeats.value):
+                shown = 0.0
+                for index in range(self.repeats.value):
                     if self._stop.is_set():
                         raise Stopped(worker.label)
                     (ns,) = worker.ask("time", self._stop.is_set, steps=1)
                     measured.times_ms.append(ns / 1e6)
+                    if time.monotonic() - shown > PROGRESS_EVERY_S:
+                        shown = time.monotonic()
+                        self.status.value = (
+                            f"running {html.escape(measured.label)}: step {index + 1} of "
+                            f"{self.repeats.value}"
+                        )
             measured.busy = busy_note(monitor.load)
             if self.trace_steps and self.framework.profile is not None:
                 from ..trace import Trace

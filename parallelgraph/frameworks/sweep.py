@@ -119,6 +119,23 @@ def check_knobs(framework_: Framework, cells: Sequence[Mapping[str, Any]]) -> No
             raise ValueError(f"{label_of(framework_, cell)}: {refused}")
 
 
+def setup_request(
+    framework_: Framework,
+    knobs: Mapping[str, Any],
+    params: Mapping[str, Any],
+    build: bytes,
+    warmup: int,
+) -> dict[str, Any]:
+    """The "setup" request of the worker protocol (`worker`)."""
+    return {
+        "framework": framework_.name,
+        "setting": dict(knobs),
+        "params": dict(params),
+        "build": build,
+        "warmup": warmup,
+    }
+
+
 @dataclass
 class Runner:
     """Everything needed to start a worker for any setting of one sweep (kept by the result,
@@ -145,14 +162,7 @@ class Runner:
             params = {k: v for k, v in cell.items() if not is_knob(k)}
             worker = workers.start(self.framework, knobs, label_of(self.framework, cell))
             worker.send(
-                "setup",
-                {
-                    "framework": self.framework.name,
-                    "setting": knobs,
-                    "params": params,
-                    "build": self.build,
-                    "warmup": self.warmup,
-                },
+                "setup", setup_request(self.framework, knobs, params, self.build, self.warmup)
             )
             started.append(worker)
         return [(worker, worker.receive()) for worker in started]
