@@ -104,6 +104,8 @@ class SweepResult:
     framework: str | None = None
     #: Per cell, what the framework reported it used, read back in the worker.
     read_back: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: What the sweep could not do and says beside its table (a setting that was not traced).
+    notes: list[str] = field(default_factory=list)
     #: What else used the CPUs while the rounds ran (None where /proc cannot tell).
     machine: MachineLoad | None = None
     #: What `verify` needs to start workers again (framework sweeps; None once loaded).
@@ -230,8 +232,10 @@ class SweepResult:
         return "\n".join(text)
 
     def warnings(self) -> list[str]:
-        """What could change the conclusions: a noisy baseline, a busy machine."""
+        """What could change the conclusions: a noisy baseline, what could not be done, a busy
+        machine."""
         found = [self.noise["warning"]] if self.noise.get("warning") else []
+        found += self.notes
         busy = busy_note(self.machine)
         return [*found, f"Busy machine: {busy}."] if busy else found
 
@@ -274,6 +278,7 @@ class SweepResult:
             "complete": self.complete,
             "seed": self.seed,
             "noise": self.noise,
+            "notes": self.notes,
             "predicted_ms": {str(k): v for k, v in self.predicted_ms.items()},
             "framework": self.framework,
             "read_back": {str(k): v for k, v in self.read_back.items()},
@@ -305,6 +310,7 @@ class SweepResult:
             complete=document["complete"],
             seed=document["seed"],
             noise=document.get("noise", {}),
+            notes=list(document.get("notes", [])),
             predicted_ms={int(k): v for k, v in document.get("predicted_ms", {}).items()},
             framework=document.get("framework"),
             read_back={int(k): v for k, v in document.get("read_back", {}).items()},

@@ -487,3 +487,16 @@ def test_verdicts_match_an_independent_measurement_of_the_same_settings():
     assert rows[2].verdict == "faster"
     low, high = rows[2].speedup_ci
     assert low <= bare[1] / bare[2] * 1.1 and bare[1] / bare[2] * 0.9 <= high
+
+
+def test_a_step_that_cannot_be_traced_keeps_the_measurements_with_a_note():
+    import importlib.util
+
+    if importlib.util.find_spec("viztracer") is not None:
+        pytest.skip("viztracer is installed: NumPy's steps can be traced here")
+    result = pg.sweep(
+        build_slow, framework="numpy", inter=[1], repeats=2, trace=True, progress=False,
+        noise_check=False,
+    )  # fmt: skip
+    assert len(result.measurements) == 2 and not result.traces
+    assert "not traced: NumPy inter=1: RuntimeError: NumPy has no profiler" in str(result)

@@ -42,6 +42,7 @@ class FrameworkError(RuntimeError):
     def __init__(self, label: str, described: Mapping[str, Any]):
         self.label = label
         self.remote_type = described.get("type", "Error")
+        self.message = described.get("message", "")
         self.remote_traceback = described.get("traceback", "")
         where = {"setup": "building", "time": "a timed step", "trace": "the traced step"}.get(
             described.get("where", ""), "the worker"

@@ -51,7 +51,7 @@ from ..sweeps import (
 )
 from ..trace import Trace
 from .knobs import CHECKS, PROFILE_PREFIX, Framework, framework
-from .pool import Stopped, Worker, Workers
+from .pool import FrameworkError, Stopped, Worker, Workers
 from .travel import pack as pickled_build
 
 #: Pause after a worker's turn before the next one starts (see the module docstring).
@@ -261,18 +261,24 @@ def framework_sweep(
             if bar is not None:
                 bar.close()
         if trace and result.complete:
-            result.traces = traced(ordered)
+            result.traces = traced(ordered, result.notes)
     runner.live = []
     if trace and result.complete and predict:
         predict_from_traces(result)
     return result
 
 
-def traced(workers: Sequence[Worker]) -> dict[int, list[Trace]]:
-    """One profiled step per worker, loaded (the profiler's folder removed afterwards)."""
+def traced(workers: Sequence[Worker], notes: list[str]) -> dict[int, list[Trace]]:
+    """One profiled step per worker, loaded (the profiler's folder removed afterwards). A
+    setting whose step cannot be traced (no profiler installed, a profiler that failed) gets
+    a note instead: the measurements stand without it."""
     traces = {}
     for index, worker in enumerate(workers):
-        path = Path(worker.ask("trace"))
+        try:
+            path = Path(worker.ask("trace"))
+        except FrameworkError as failed:
+            notes.append(f"not traced: {failed.label}: {failed.remote_type}: {failed.message}")
+            continue
         try:
             traces[index] = [Trace.load(path)]
         finally:
