@@ -2,8 +2,9 @@
 
 - `sequential` (the reference) and `threads` (inter-op and intra-op pools): `cpu.py`, around the
   one scheduling loop of `scheduler.py`; GPU steps of their plans go through `cuda.py`;
-- `dask` (tasks on a `dask.distributed` cluster): `dask.py`, with its parts in `dask_worker.py`,
-  `dask_chains.py`, `dask_clocks.py` and `dask_failures.py`, imported only when asked for.
+- `dask` (tasks on a `dask.distributed` cluster): the `dask/` package, the executor in its
+  `__init__` and its parts beside it (`worker`, `chains`, `clocks`, `connect`, `failures`),
+  imported only when asked for.
 
 Every executor runs a step with `step.execute_step` (so outputs are bit-identical), owns the
 threads or cluster it started and releases them in `close()`, and serves one run at a time (the

@@ -2,7 +2,7 @@
 
 The one place an op is executed on the CPU, whoever schedules it: the threads and sequential
 executors call it from their scheduling loop (`cpu.py`), Dask workers from their tasks
-(`dask_worker.py`). Both therefore compute the same shards with the same kernels and combine partial
+(`dask/worker.py`). Both therefore compute the same shards with the same kernels and combine partial
 results in the same order, which is what makes their outputs bit-identical. It lives in its own
 module so that neither executor imports the other.
 """

@@ -14,16 +14,16 @@ Design
 This module is the client side: `DaskExecutor` submits each run, waits for it, scatters the
 sources and gathers the fetches. Its parts, one job each:
 
-- `dask_worker.py`: everything that runs on a worker process (the picklable stand-ins of steps,
+- `worker.py`: everything that runs on a worker process (the picklable stand-ins of steps,
   the `run_chain` task, timing records), picklable by reference;
-- `dask_chains.py`: the plan fused into tasks (chains of steps, their wiring, worker pins);
-- `dask_clocks.py`: worker clock offsets and a traced run's records on the session's clock;
-- `dask_failures.py`: what ends a run early (errors, lost data, stalls) and which op is blamed.
+- `chains.py`: the plan fused into tasks (chains of steps, their wiring, worker pins);
+- `clocks.py`: worker clock offsets and a traced run's records on the session's clock;
+- `failures.py`: what ends a run early (errors, lost data, stalls) and which op is blamed.
 
 **Tasks.** One run of a plan is one Dask graph, sent to the scheduler in one message. Each chain
-of steps (`dask_chains.py`) is a task `run_chain(chain, trace_token, *inputs)`; `FUSE_CHAINS =
+of steps (`chains.py`) is a task `run_chain(chain, trace_token, *inputs)`; `FUSE_CHAINS =
 False` makes every step its own task (benchmarks/dask_overhead.py compares the two). Workers run
-each step as the threads executor does, so outputs are bit-identical (`dask_worker.py`).
+each step as the threads executor does, so outputs are bit-identical (`worker.py`).
 
 **Values.** Only the fetched keys are requested, so intermediate values stay on the workers and
 Dask frees each one after its last consumer has run; the fetched values are gathered once at the
@@ -36,17 +36,17 @@ the worker holding it died); fed values are new arrays, so they travel every run
 consumers are all pinned to one worker is scattered to that worker.
 
 **Placement.** Dask's scheduler places unpinned steps (usually where their inputs are). A step
-pinned to worker N (`pg.device("worker:N")` or `placement`: `dask_chains.py`) carries a
+pinned to worker N (`pg.device("worker:N")` or `placement`: `chains.py`) carries a
 restriction to the N-th worker (addresses sorted) with `allow_other_workers=True`: Dask keeps it
 there while that worker lives, and runs it on another worker when it is gone instead of waiting
 forever.
 
 **Timing.** After a traced run one `client.run` collects the workers' records, put on the
-session's clock (`dask_clocks.py`), so `plot`, `overlap` and `explain` work unchanged.
+session's clock (`clocks.py`), so `plot`, `overlap` and `explain` work unchanged.
 
 **Failures.** A kernel error names its op; a run whose scattered sources were lost with a worker
 is submitted once more with the sources sent again; what else ends a run is in
-`dask_failures.py`. The wait polls every `POLL_S`, so it never hangs.
+`failures.py`. The wait polls every `POLL_S`, so it never hangs.
 
 Measured cost (benchmarks/dask_overhead.py, the 2-core VM, a LocalCluster of 2 worker
 processes x 1 thread sharing the 2 cores with the client and the scheduler): per task the same
@@ -74,13 +74,13 @@ from typing import Any
 
 import numpy as np
 
-from ..config import Config
-from ..errors import GraphError, describe
-from ..plan import Plan, Step
-from .dask_chains import PreparedPlan, RunKeys, prepare_plan, run_keys
-from .dask_clocks import Record, clock_offsets, collect_records
-from .dask_connect import CONNECT_TIMEOUT_S, check_scheduler
-from .dask_failures import (
+from ...config import Config
+from ...errors import GraphError, describe
+from ...plan import Plan, Step
+from .chains import PreparedPlan, RunKeys, prepare_plan, run_keys
+from .clocks import Record, clock_offsets, collect_records
+from .connect import CONNECT_TIMEOUT_S, check_scheduler
+from .failures import (
     Failure,
     LostData,
     Stalled,
@@ -89,7 +89,7 @@ from .dask_failures import (
     first_reader,
     lost_data,
 )
-from .dask_worker import (
+from .worker import (
     ChainSpec,
     OpSpec,
     StepError,
@@ -107,7 +107,7 @@ POLL_S = 0.5
 CLOCK_PROBES = 5
 #: Plans whose task specs are kept (a session caches one plan per fetch/feed combination).
 PREPARED_PLANS = 64
-#: Run each chain of steps (`dask_chains.py`) as one Dask task; read by each new executor.
+#: Run each chain of steps (`chains.py`) as one Dask task; read by each new executor.
 FUSE_CHAINS = True
 
 
@@ -199,7 +199,7 @@ class DaskExecutor:
     def _check_workers(self) -> None:
         """Wait for a worker, check that the workers can run parallelgraph, estimate clocks."""
         self._client.wait_for_workers(1, timeout=self.no_worker_timeout_s)
-        from .. import __version__
+        from ... import __version__
 
         try:
             versions = self._client.run(worker_check)
@@ -438,7 +438,7 @@ class DaskExecutor:
 
     # -- plans ---------------------------------------------------------------------------------
     def _prepare(self, plan: Plan) -> PreparedPlan:
-        """The plan's task specs and placement (`dask_chains.prepare_plan`, cached per plan)."""
+        """The plan's task specs and placement (`chains.prepare_plan`, cached per plan)."""
         entry = self._prepared.get(id(plan))
         if entry is not None and entry[0] is plan:
             self._prepared.move_to_end(id(plan))

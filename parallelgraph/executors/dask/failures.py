@@ -1,6 +1,6 @@
 """What ends a Dask run early, and which op it is blamed on.
 
-A kernel error comes back wrapped in `StepError` (`dask_worker.py`), which carries the step's
+A kernel error comes back wrapped in `StepError` (`worker.py`), which carries the step's
 index, so the session raises `OpError` naming the op and stays usable. A worker that dies mid-run
 is survived where Dask can: its running tasks are rescheduled and lost intermediates recomputed.
 If a scattered source was lost with it (it cannot be recomputed: `LostData`), the executor
@@ -15,9 +15,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..plan import Plan, Step
-from .dask_chains import RunKeys
-from .dask_worker import StepError
+from ...plan import Plan, Step
+from .chains import RunKeys
+from .worker import StepError
 
 #: How a run failed: the step blamed, and the error the session raises for it.
 Failure = tuple[Step, BaseException]

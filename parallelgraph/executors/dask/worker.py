@@ -8,7 +8,7 @@ the client side (`dask.py`): a worker loads only what a task needs.
 **Stand-ins.** A plan's `Op` references its Graph, which does not pickle; a step travels as a
 `StepSpec` instead (the op's type, name, attrs, shape and dtype, its inputs' shapes, the OpDef,
 the shards, and the session's Config without the client), and a chain of steps that one task
-runs as a `ChainSpec` (`dask_chains.py` builds them, once per plan).
+runs as a `ChainSpec` (`chains.py` builds them, once per plan).
 
 **Running.** A worker runs a step exactly as the threads executor does (`step.execute_step`: the
 same shards, the same kernels, partial sums in shard order), so outputs are bit-identical to the
@@ -20,7 +20,7 @@ step's index, so the session can name the op that failed.
 
 **Timing.** Workers time each op and shard with their own `perf_counter_ns` and keep the records
 under the run's token until `collect_timings` takes them, together with the worker's
-incoming-transfer log; `dask_clocks.py` puts them on the session's clock.
+incoming-transfer log; `clocks.py` puts them on the session's clock.
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from .._blas import single_threaded_blas
-from ..config import Config
-from .pools import IntraOpPool
-from .step import execute_step
+from ..._blas import single_threaded_blas
+from ...config import Config
+from ..pools import IntraOpPool
+from ..step import execute_step
 
 #: The clock of op and shard records, on workers and in the session alike.
 clock = time.perf_counter_ns
@@ -208,11 +208,11 @@ def collect_timings(
 def worker_check() -> str:
     """Run on each worker when the executor starts: proves that parallelgraph and its kernels
     import there, and says which version."""
-    from .. import __version__, kernels  # noqa: F401 - importing the kernels is the point
+    from ... import __version__, kernels  # noqa: F401 - importing the kernels is the point
 
     return __version__
 
 
 def probe_clock() -> int:
-    """Run on each worker to estimate its clock offset (`dask_clocks.py`): its clock, now."""
+    """Run on each worker to estimate its clock offset (`clocks.py`): its clock, now."""
     return clock()

@@ -1,7 +1,7 @@
 """Worker clocks and trace records: a traced run's timings, put on the session's time base.
 
 Workers time each op and shard with their own `perf_counter_ns` and keep the records under the
-run's token (`dask_worker.py`); after a traced run one `client.run` collects them, together with
+run's token (`worker.py`); after a traced run one `client.run` collects them, together with
 the workers' incoming-transfer log (Dask's `transfer_incoming_log`, wall-clock times converted on
 the worker). Worker clocks are put on the session's base with an offset estimated once per
 worker from the fastest of a few round trips (zero when zero lies within the round trip, e.g.
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .dask_worker import clock, collect_timings, probe_clock
+from .worker import clock, collect_timings, probe_clock
 
 #: Where trace records go: the session's recorder.
 Record = Callable[[tuple[Any, ...]], None]

@@ -4,7 +4,7 @@ Made once per plan (`prepare_plan`; the executor caches the result) and keyed on
 (`run_keys`).
 
 **Chains.** Each *chain* of steps is one task `run_chain(chain, trace_token, *inputs)`
-(`dask_worker.py`): a chain is a maximal run of steps in which each step's value goes only to the
+(`worker.py`): a chain is a maximal run of steps in which each step's value goes only to the
 next, which reads no other step (its other inputs are sources); every other step is a chain of
 one. Fusing such a chain loses no parallelism (the next step could not start earlier anyway) and
 saves a round trip through the scheduler per link, the dominant cost of a Dask task
@@ -26,9 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import Config
-from ..plan import Plan, Step
-from .dask_worker import ChainSpec, OpSpec, StepSpec
+from ...config import Config
+from ...plan import Plan, Step
+from .worker import ChainSpec, OpSpec, StepSpec
 
 
 @dataclass(frozen=True)
