@@ -30,13 +30,33 @@ the more arrows, the fainter each.
 
 A zoom window `t0`, `t1` (ms) keeps only the events that intersect it and limits the axis to it.
 `compare` stacks several timelines on one shared time axis with consistent scope colours.
+
+Colours. A top-level scope keeps its colour in every plot of the process (`SCOPE_COLORS`, a
+process-wide map): the first time a scope is drawn it takes the next free palette colour, in
+order of first appearance, and keeps it, so "net1" is the same colour in a trace where it comes
+second, in `compare`, and in the next cell. When all 20 palette colours are taken, a new scope
+takes the colour of the scope drawn least recently that is not in the plot being drawn; a plot
+with more than 20 scopes draws the rest grey (`OTHER_COLOR`, one legend entry), so no two
+scopes of one plot look alike. `colors=` overrides it; `reset_scope_colors()` starts afresh.
+
+Highlight (`highlight="MatMul*"` or a list of patterns): ops whose name matches a pattern
+(fnmatch, case-insensitive, against the full name, the name without its scope, or the name
+without the "#N" of repeated imported names) are drawn as usual and every other bar faded
+towards white, their labels grey; the title's last line says how many ops matched, or, when
+none did, says so and draws everything as usual.
+
+Memory (`memory=True`): a panel under the timeline, on the same time axis, with the live bytes
+of the run's op outputs over time per device (`parallelgraph.memory`, a model) and its peak;
+a trace without output sizes gets the panel with a note saying so.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import math
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -93,6 +113,11 @@ LABEL_PAD_PX = 3.0  # free pixels wanted on each side of a label
 EDGE_MIN_PX = 4.0  # bars narrower than this on screen get no dark edge
 THIN_OUTLINE = 0.5  # points: the outline, in its own colour, of a bar narrower than that
 ROW_INCHES, SUB_ROW_INCHES, FIGURE_WIDTH = 0.42, 0.24, 11.0
+MEMORY_INCHES = 1.1  # the memory panel under a timeline (`memory=True`)
+#: Highlight: how much of its colour a faded bar keeps (the rest is white), and its label ink.
+FADE_KEEP, FADED_INK = 0.22, "#a0a0a0"
+#: Memory panel: one colour per device (the first one a neutral grey).
+DEVICE_COLORS = ("#4d4d4d", "#3b75af", "#c0504d", "#5a9b5a", "#8064a2")
 
 #: Sub-rows drawn per lane for nested events (deeper ones are left out of the picture).
 MAX_DEPTH = 8
@@ -107,15 +132,19 @@ IDLE_STYLES = {
 
 # -- figures --------------------------------------------------------------------------------
 def _new_figure(
-    rows: int, width: float = FIGURE_WIDTH, layout: Any = None, sub_rows: int = 0
+    rows: int,
+    width: float = FIGURE_WIDTH,
+    layout: Any = None,
+    sub_rows: int = 0,
+    extra_inches: float = 0.0,
 ) -> Figure:
     """A Figure with an Agg canvas, sized for `rows` lanes and `sub_rows` extra rows of nested
-    events (drawn less tall); `layout`: a matplotlib layout (default: the timeline layout,
-    see plot_layout)."""
+    events (drawn less tall), plus `extra_inches` (a memory panel); `layout`: a matplotlib
+    layout (default: the timeline layout, see plot_layout)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    height = 1.3 + ROW_INCHES * max(rows, 2) + SUB_ROW_INCHES * sub_rows
+    height = 1.3 + _rows_inches(rows, sub_rows) + extra_inches
     if _widget_backend():  # %matplotlib widget: an ipympl canvas you can pan, zoom and hover
         import matplotlib.pyplot as plt
 
@@ -132,6 +161,10 @@ def _new_figure(
     figure = Figure(figsize=(width, height), layout=layout or timeline_layout())
     FigureCanvasAgg(figure)
     return figure
+
+
+def _rows_inches(rows: int, sub_rows: int) -> float:
+    return ROW_INCHES * max(rows, 2) + SUB_ROW_INCHES * sub_rows
 
 
 def _pyplot_script() -> bool:
@@ -181,15 +214,65 @@ def _png_bytes(figure: Any) -> bytes | None:
     return buffer.getvalue()
 
 
+class ScopeColors:
+    """The process-wide scope -> colour map (see the module docstring: a scope keeps its
+    colour; when the palette is full, the scope drawn least recently and absent from the plot
+    being drawn gives its colour up). Thread-safe: a dashboard draws from worker threads."""
+
+    def __init__(self, palette: Sequence[str] = PALETTE):
+        self.palette = tuple(palette)
+        self._colors: dict[str, str] = {}  # in order of last use, least recent first
+        self._lock = threading.Lock()
+
+    def assign(self, scopes: Sequence[str]) -> dict[str, str]:
+        """The colours of `scopes` (drawn together), giving new ones the next free colour."""
+        wanted = list(dict.fromkeys(scopes))
+        with self._lock:
+            result = {scope: self._colors[scope] for scope in wanted if scope in self._colors}
+            taken = set(self._colors.values())
+            free = [color for color in self.palette if color not in taken]
+            for scope in wanted:
+                if scope in result:
+                    continue
+                if free:
+                    color = free.pop(0)
+                else:
+                    victim = next((s for s in self._colors if s not in result), None)
+                    if victim is None:  # every colour is in this plot already
+                        result[scope] = OTHER_COLOR
+                        continue
+                    color = self._colors.pop(victim)
+                self._colors[scope] = result[scope] = color
+            for scope in wanted:  # now the most recently used
+                if scope in self._colors:
+                    self._colors[scope] = self._colors.pop(scope)
+        return {scope: result[scope] for scope in wanted}
+
+    def known(self) -> dict[str, str]:
+        """The scopes with a colour now, least recently drawn first."""
+        with self._lock:
+            return dict(self._colors)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._colors.clear()
+
+
+#: The colours of every plot in this process (`gantt`, `compare`, the dashboard).
+SCOPE_COLORS = ScopeColors()
+
+
 def scope_colors(traces: Sequence[Trace]) -> dict[str, str]:
-    """One colour per top-level scope, stable across the traces drawn together; scopes past
-    the palette's 20 colours are all grey (`OTHER_COLOR`), so no two scopes look alike."""
-    colors: dict[str, str] = {}
-    for trace in traces:
-        for scope in trace.scopes():
-            if scope not in colors:
-                colors[scope] = PALETTE[len(colors)] if len(colors) < len(PALETTE) else OTHER_COLOR
-    return colors
+    """One colour per top-level scope of `traces`, the same in every plot of this process
+    (`SCOPE_COLORS`); a plot's scopes past the palette's 20 colours are all grey
+    (`OTHER_COLOR`), so no two scopes of one plot look alike."""
+    return SCOPE_COLORS.assign([scope for trace in traces for scope in trace.scopes()])
+
+
+def reset_scope_colors() -> None:
+    """Forget the colours given so far: the next plot's scopes take the palette from its
+    start."""
+    SCOPE_COLORS.reset()
 
 
 # -- lanes and the time window --------------------------------------------------------------
@@ -298,37 +381,55 @@ def gantt(
     labels: bool = True,
     legend: bool = True,
     time_origin: int | None = None,
+    highlight: str | Sequence[str] | None = None,
+    memory: bool | Axes = False,
 ) -> Figure:
     """Draw `trace` as a Gantt chart on `ax` (a new Figure if None) and return the Figure.
 
     title: axes title (default: graph, thread settings and makespan); colors: top-level scope
-    -> colour; t0, t1: zoom window in ms from the origin (only events that intersect it are
-    drawn); arrows: dependency arrows between drawn ops; labels: op names on bars wide enough;
-    legend: scope legend outside the axes; time_origin: ns timestamp that is 0 ms (default: the
-    trace's first event).
+    -> colour (default: the process-wide colours, the same for a scope in every plot); t0, t1:
+    zoom window in ms from the origin (only events that intersect it are drawn); arrows:
+    dependency arrows between drawn ops; labels: op names on bars wide enough; legend: scope
+    legend outside the axes; time_origin: ns timestamp that is 0 ms (default: the trace's first
+    event); highlight: an op-name pattern or a list of them (fnmatch: "MatMul*", "net1/*"):
+    matching ops drawn as usual, the others faded, the count in the title; memory: True adds a
+    panel with the live bytes of the op outputs under the timeline (`parallelgraph.memory`), or
+    pass the Axes to draw it on when you pass `ax`.
 
     >>> figure = trace.plot(arrows=True)       # doctest: +SKIP
+    >>> figure = trace.plot(highlight="MatMul*", memory=True)  # doctest: +SKIP
     >>> figure.savefig("timeline.svg")         # doctest: +SKIP
     """
+    patterns = _patterns(highlight)
     lanes = ordered_lanes(trace)
     rows = _Rows.of(trace, lanes)
+    memory_ax = _memory_axes(memory, ax)
     if ax is None:
-        ax = _new_figure(len(lanes), sub_rows=rows.total - len(lanes)).add_subplot()
+        ax, memory_ax = _new_axes(lanes, rows, bool(memory))
     colors = scope_colors([trace]) if colors is None else colors
     window, zoomed = _window(trace, t0, t1, time_origin)
     shown = [e for e in trace.events if rows.visible(e) and (not zoomed or window.contains(e))]
     events = [e for e in shown if e.role is WORK]
     idle = [e for e in shown if e.role is not WORK and e.parent is None]
     tasks = [e for e in events if e.kind != "shard"]  # ops and copies: labels and arrows
+    found = _highlight(patterns, events) if patterns else None
+    bright = found.names if found is not None and found.matched else None
     _draw_lane_groups(ax, trace, lanes, rows)
     _draw_idle(ax, idle, rows, window)
-    kinds = _draw_bars(ax, events, rows, window, colors) | {e.role.value for e in idle}
+    kinds = _draw_bars(ax, events, rows, window, colors, bright) | {e.role.value for e in idle}
     if labels:
-        _draw_labels(ax, tasks, events, rows, window, colors)
+        _draw_labels(ax, tasks, events, rows, window, colors, bright)
     if arrows:
         _draw_arrows(ax, tasks, rows, window)
     heading = _default_title(trace, window, zoomed) if title is None else title
+    if found is not None:
+        heading = f"{heading}\n{found.note}" if heading else found.note
+        ax.parallelgraph_highlight = found
     _decorate(ax, lanes, rows, window, heading)
+    if memory_ax is not None:
+        _draw_memory(memory_ax, trace, window)
+        if memory_ax.get_shared_x_axes().joined(ax, memory_ax):
+            ax.set_xlabel("")
     if legend:
         _draw_legend(ax, colors, events, kinds, arrows)
     _fit_legend(ax.figure)
@@ -337,6 +438,185 @@ def gantt(
     ax.format_coord = bars.format_coord
     add_hover(ax)
     return ax.figure
+
+
+def _new_axes(lanes: list[str], rows: _Rows, memory: bool) -> tuple[Axes, Axes | None]:
+    """The axes of a new timeline figure, and of its memory panel when asked for one."""
+    sub_rows = rows.total - len(lanes)
+    if not memory:
+        return _new_figure(len(lanes), sub_rows=sub_rows).add_subplot(), None
+    figure = _new_figure(len(lanes), sub_rows=sub_rows, extra_inches=MEMORY_INCHES + 0.2)
+    heights = [_rows_inches(len(lanes), sub_rows), MEMORY_INCHES]
+    top, bottom = figure.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": heights})
+    return top, bottom
+
+
+def _memory_axes(memory: object, ax: Axes | None) -> Axes | None:
+    """The Axes given as `memory=`, or None; a ValueError for memory=True with an `ax` (the
+    panel needs a figure of its own) and a TypeError for anything else."""
+    if memory is None or isinstance(memory, bool):
+        if memory and ax is not None:
+            raise ValueError(
+                "memory=True draws a panel of its own under the timeline, in a new figure: "
+                "leave out ax=, or pass memory=<an Axes> to draw the memory track there"
+            )
+        return None
+    from matplotlib.axes import Axes
+
+    if not isinstance(memory, Axes):
+        raise TypeError(f"memory= takes True, False or a matplotlib Axes, got {memory!r:.60}")
+    if ax is None:
+        raise ValueError("memory=<an Axes> goes with ax=<the timeline's Axes>: pass both")
+    return memory
+
+
+# -- highlight ------------------------------------------------------------------------------
+def _patterns(highlight: object) -> tuple[str, ...]:
+    """The highlight patterns as a tuple ('' and None: none), or a TypeError/ValueError."""
+    if highlight is None:
+        return ()
+    items = [highlight] if isinstance(highlight, str) else highlight
+    if not isinstance(items, Sequence | set | frozenset) or isinstance(items, bytes):
+        raise TypeError(
+            f"highlight= takes an op-name pattern or a list of them, got {highlight!r:.60}"
+        )
+    patterns = tuple(items)
+    for pattern in patterns:
+        if not isinstance(pattern, str) or not pattern.strip():
+            raise ValueError(
+                f"highlight= patterns are non-empty strings (fnmatch: 'MatMul*'), got {pattern!r}"
+            )
+    if not patterns:
+        raise ValueError("highlight=[] names no pattern: give one ('MatMul*') or leave it out")
+    return patterns
+
+
+@dataclass(frozen=True)
+class Highlight:
+    """What `highlight=` found: the patterns, the names of the drawn ops that match, and how
+    many op events were drawn and matched; `note` is the title's line about it."""
+
+    patterns: tuple[str, ...]
+    names: frozenset[str]  # matching names of drawn events (ops, their shards and copies)
+    ops: int
+    matched: int
+
+    @property
+    def note(self) -> str:
+        shown = ", ".join(repr(p) for p in self.patterns[:4])
+        if len(self.patterns) > 4:
+            shown += f" (+{len(self.patterns) - 4})"
+        if not self.matched:
+            return f"highlight {shown}: no op matched (all {self.ops} ops drawn as usual)"
+        return f"highlight {shown}: {self.matched} of {self.ops} ops"
+
+
+def name_matcher(patterns: Sequence[str]) -> Any:
+    """A function name -> bool: whether an op name matches one of the fnmatch `patterns`,
+    case-insensitively, as the full name, without its scope, or without a reader's "#N"."""
+    expression = re.compile("|".join(f"(?:{fnmatch.translate(p.lower())})" for p in patterns))
+
+    def matches(name: str) -> bool:
+        lowered = name.lower()
+        plain = re.sub(r"#\d+$", "", lowered)
+        candidates = {lowered, plain, lowered.rsplit("/", 1)[-1], plain.rsplit("/", 1)[-1]}
+        return any(expression.match(candidate) for candidate in candidates)
+
+    return matches
+
+
+def _highlight(patterns: tuple[str, ...], events: list[TraceEvent]) -> Highlight:
+    matches = name_matcher(patterns)
+    names = frozenset(name for name in {e.name for e in events} if matches(name))
+    ops = [e for e in events if e.kind == "op"]
+    return Highlight(patterns, names, len(ops), sum(1 for e in ops if e.name in names))
+
+
+# -- memory ---------------------------------------------------------------------------------
+def _draw_memory(ax: Axes, trace: Trace, window: _Window) -> None:
+    """The live bytes of the trace's op outputs over time, per device, on `ax` (the panel
+    under the timeline); a note instead when the trace records no output sizes."""
+    from matplotlib.legend import Legend
+    from matplotlib.patches import Patch
+
+    from .memory import format_bytes, memory_profile
+
+    profile = memory_profile(trace)
+    ax.parallelgraph_memory = profile
+    ax.set_xlim(window.lo, window.hi)
+    ax.set_xlabel("time (ms)")
+    ax.grid(axis="x", color="#d0d0d0", lw=0.6, zorder=0)
+    ax.set_axisbelow(True)
+    ax.tick_params(axis="y", length=0, labelsize=7)
+    top, when = profile.peak()
+    if not profile.known or not top:
+        note = (
+            "memory: this trace records no output shapes and dtypes, so no output sizes"
+            if not profile.known
+            else "memory: every output is empty (0 bytes)"
+        )
+        ax.text(0.5, 0.5, note, transform=ax.transAxes, ha="center", va="center", fontsize=8,
+                color="#555555", gid="memory-note")  # fmt: skip
+        ax.set_yticks([])
+        ax.set_ylim(0, 1)
+        return
+    devices = profile.devices
+    handles = []
+    for number, device in enumerate(devices):
+        times, values = profile.series(device)
+        if not times:
+            continue
+        x = [window.ms(t) for t in times]
+        if values[-1]:  # what the run returns stays: draw it to the right edge
+            x, values = [*x, max(window.hi, x[-1])], [*values, 0]
+        color = DEVICE_COLORS[number % len(DEVICE_COLORS)]
+        fill = ax.stairs(values[:-1], x, baseline=0, fill=True, color=color, alpha=0.18, lw=0)
+        line = ax.stairs(values[:-1], x, baseline=0, color=color, lw=1.0)
+        fill.set_gid(f"memory-fill {device}")
+        line.set_gid(f"memory-line {device}")
+        handles.append(Patch(facecolor=color, alpha=0.6, label=device))
+    if len(devices) > 1:  # beside the note, not ax.legend (the layout would leave room for it)
+        key = Legend(ax, handles, [h.get_label() for h in handles], loc="upper right",
+                     fontsize=7, frameon=False, ncols=len(handles), handlelength=1.0)  # fmt: skip
+        ax.add_artist(key)
+    ax.plot([window.ms(when)], [top], marker="v", ms=4, color="#222222", lw=0, gid="memory-peak")
+    returned = (
+        f" · {format_bytes(profile.returned_bytes)} returned" if profile.returned_bytes else ""
+    )
+    note = (
+        f"live bytes of op outputs (model) · peak {format_bytes(top)} at {window.ms(when):.3f} ms"
+        + returned
+    )
+    ax.text(0.004, 0.96, note, transform=ax.transAxes, ha="left", va="top", fontsize=7,
+            color="#333333", gid="memory-note")  # fmt: skip
+    ticks, labels = _byte_ticks(top)
+    ax.set_ylim(0, top * 1.45)
+    ax.set_yticks(ticks, labels)
+
+    def read_out(x: float, y: float) -> str:
+        live = profile.live_at(window.origin + round(x * 1e6))
+        return f"t = {x:.3f} ms, live {format_bytes(live)}"
+
+    ax.format_coord = read_out
+
+
+def _byte_ticks(top: int) -> tuple[list[float], list[str]]:
+    """0 and one or two round values up to `top` bytes, labelled in binary units."""
+    unit, size = next(
+        ((u, s) for u, s in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)) if top >= s),
+        ("B", 1),
+    )
+    scaled = top / size
+    step = 10 ** math.floor(math.log10(scaled)) if scaled > 0 else 1
+    for factor in (5, 2, 1):
+        if factor * step <= scaled:
+            step *= factor
+            break
+    ticks = [i * step for i in range(int(scaled // step) + 1)]  # 0 and 1 to 4 steps
+    if len(ticks) > 3:
+        ticks = [0, ticks[len(ticks) // 2], ticks[-1]]
+    labels = [f"{t:g} {unit}" if t else "0" for t in ticks]
+    return [t * size for t in ticks], labels
 
 
 def _fit_legend(figure: Figure) -> None:
@@ -474,8 +754,10 @@ def _draw_bars(
     rows: _Rows,
     window: _Window,
     colors: dict[str, str],
+    bright: frozenset[str] | None = None,
 ) -> set[str]:
-    """One collection per kind of event; returns the kinds drawn."""
+    """One collection per kind of event; returns the kinds drawn. With `bright` (highlight),
+    events not named in it are faded."""
     kinds = {}
     for event in events:
         kinds.setdefault(event.kind, []).append(event)
@@ -486,7 +768,7 @@ def _draw_bars(
     }
     for kind, members in kinds.items():
         style = styles.get(kind, styles["op"])
-        collection = _bar_collection(members, rows, window, colors, **style)
+        collection = _bar_collection(members, rows, window, colors, bright, **style)
         if kind == "copy":
             collection.set_hatch("////")
         collection.set_gid(f"{kind}-bars")
@@ -499,6 +781,7 @@ def _bar_collection(
     rows: _Rows,
     window: _Window,
     colors: dict[str, str],
+    bright: frozenset[str] | None,
     *,
     top: float,
     bottom: float,
@@ -516,14 +799,19 @@ def _bar_collection(
     verts = np.empty((len(events), 4, 2))
     verts[:, :, 0] = np.column_stack([left, right, right, left])
     verts[:, :, 1] = np.column_stack([y + top, y + top, y + bottom, y + bottom])
-    faces = _face_colors(events, colors, shade)
+    faces = _face_colors(events, colors, shade, bright)
     bars = _artist_types()[0](verts, facecolors=faces, edgecolors=edge, zorder=z)
     bars.widths_ms, bars.edge_width, bars.faces = right - left, width, faces
     bars.edge_rgba = np.array(to_rgba(edge))
     return bars
 
 
-def _face_colors(events: list[TraceEvent], colors: dict[str, str], shade: float) -> Any:
+def _face_colors(
+    events: list[TraceEvent],
+    colors: dict[str, str],
+    shade: float,
+    bright: frozenset[str] | None = None,
+) -> Any:
     import numpy as np
     from matplotlib.colors import to_rgba
 
@@ -531,6 +819,9 @@ def _face_colors(events: list[TraceEvent], colors: dict[str, str], shade: float)
     unknown = to_rgba(UNKNOWN_COLOR)
     faces = np.array([palette.get(_top_scope(e), unknown) for e in events]).reshape(-1, 4)
     faces[:, :3] *= shade
+    if bright is not None:  # highlight: the others towards white
+        faded = np.array([e.name not in bright for e in events], dtype=bool)
+        faces[faded, :3] = faces[faded, :3] * FADE_KEEP + (1 - FADE_KEEP)
     return faces
 
 
@@ -545,9 +836,11 @@ def _draw_labels(
     rows: _Rows,
     window: _Window,
     colors: dict[str, str],
+    bright: frozenset[str] | None = None,
 ) -> None:
     """Names of ops and copies, drawn at draw time only on bars wide enough (see
-    `_draw_bar_labels`); above the shards when the op's shards nest under it."""
+    `_draw_bar_labels`); above the shards when the op's shards nest under it; grey on bars
+    that a highlight fades."""
     import numpy as np
     from matplotlib.colors import to_rgb
 
@@ -562,7 +855,12 @@ def _draw_labels(
         right=np.array([window.ms(e.end) for e in tasks]),
         y=np.array(y, dtype=float),
         texts=[_label(e) for e in tasks],
-        colors=[ink.get(_top_scope(e), "black") for e in tasks],
+        colors=[
+            FADED_INK
+            if bright is not None and e.name not in bright
+            else ink.get(_top_scope(e), "black")
+            for e in tasks
+        ],
     )
     labels.set_gid("bar-labels")
     ax.add_artist(labels)

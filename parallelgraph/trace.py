@@ -330,6 +330,14 @@ def intersection_length(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int
     return intervals_module.length(intervals_module.intersect(list(a), list(b)))
 
 
+def _fetched_ops(plan: Plan) -> list[str]:
+    """The names of the steps whose output slots the plan fetches, in fetch order (a fetched
+    source, a variable or feed, is no step and is left out)."""
+    wanted = set(plan.fetch_slots)
+    by_slot = {step.slot: step.op.name for step in plan.steps if step.slot in wanted}
+    return list(dict.fromkeys(by_slot[slot] for slot in plan.fetch_slots if slot in by_slot))
+
+
 class Trace:
     """The events of one run, and what the run was (config, graph, notes) in `metadata`.
 
@@ -360,8 +368,12 @@ class Trace:
     def from_records(
         cls, plan: Plan, records: list[tuple[Any, ...]], metadata: dict[str, Any]
     ) -> Trace:
-        """A trace over an executor's (kind, step, lane, start, end, shard) records."""
+        """A trace over an executor's (kind, step, lane, start, end, shard) records; its
+        metadata gains "fetches", the names of the ops whose values the run returns (what
+        `parallelgraph.memory` keeps live until the run ends)."""
         trace = cls((), metadata)
+        if "fetches" not in trace.metadata:
+            trace.metadata["fetches"] = _fetched_ops(plan)
         trace._records = (plan, records)
         return trace
 
@@ -558,18 +570,36 @@ class Trace:
 
         return explain(self, *branches)
 
+    def top_ops(self, by: str = "total", limit: int | None = 20, group: str = "name") -> Any:
+        """The op names that took the time: count, total, self time and share of the work per
+        name, largest first (`by`: "total", "self", "count", "mean", "share", "name"); work
+        events only. A table that prints and renders in notebooks; see `parallelgraph.top_ops`.
+        """
+        from .top_ops import top_ops
+
+        return top_ops(self, by=by, limit=limit, group=group)
+
+    def memory(self) -> Any:
+        """Each op's output bytes and the bytes live over time, a model computed from the
+        events' shapes and dependencies (`parallelgraph.memory` says what it counts)."""
+        from .memory import memory_profile
+
+        return memory_profile(self)
+
     # -- files and pictures -------------------------------------------------------------------
-    def to_chrome(self) -> dict[str, Any]:
-        """This trace as a Chrome trace-event JSON object (chrome://tracing, Perfetto)."""
+    def to_chrome(self, memory: bool = False) -> dict[str, Any]:
+        """This trace as a Chrome trace-event JSON object (chrome://tracing, Perfetto);
+        `memory=True` adds the live bytes of `memory()` as counter events."""
         from .chrome import to_chrome
 
-        return to_chrome(self)
+        return to_chrome(self, memory=memory)
 
-    def save(self, path: str | Path) -> Path:
-        """Write Chrome trace-event JSON to `path` and return the path."""
+    def save(self, path: str | Path, memory: bool = False) -> Path:
+        """Write Chrome trace-event JSON to `path` and return the path; `memory=True` adds a
+        memory track (counter events of `memory()`'s live bytes) for Perfetto."""
         from .chrome import dump
 
-        return dump(self, path)
+        return dump(self, path, memory=memory)
 
     @classmethod
     def load(cls, path: str | Path, max_bytes: int | None = None) -> Trace:

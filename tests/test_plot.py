@@ -452,3 +452,35 @@ def test_the_dashboard_without_ipywidgets_names_the_extra():
     assert result.returncode != 0
     assert "pg.dashboard needs ipywidgets" in result.stderr
     assert "pip install 'parallelgraph[lab]'" in result.stderr
+
+
+def test_a_scope_has_one_colour_in_gantt_and_compare_whichever_trace_comes_first():
+    """Notebook 05 drew net1 blue in one plot and orange in the next: colours are now the
+    process's, not the plot's."""
+    forward = two_networks()
+    backward = Trace([e for e in forward.events if e.scope != "net1"]
+                     + [e for e in forward.events if e.scope == "net1"])  # fmt: skip
+    assert backward.scopes()[0] == "net2"
+
+    def net1_color(ax):
+        bars = child(ax, "op-bars")
+        ops = [e for e in ax.parallelgraph_bars.events if e.kind == "op"]
+        return {tuple(bars.faces[i]) for i, e in enumerate(ops) if e.scope == "net1"}
+
+    alone = net1_color(gantt(backward).axes[0])
+    assert len(alone) == 1
+    assert net1_color(gantt(forward).axes[0]) == alone
+    assert all(net1_color(ax) == alone for ax in compare(forward, backward).axes)
+
+
+def test_highlight_on_a_big_trace_fades_only_the_others():
+    trace = synthetic(3000)
+    figure = gantt(trace, highlight="s1/*")
+    ax = figure.axes[0]
+    found = ax.parallelgraph_highlight
+    ops = [e for e in ax.parallelgraph_bars.events if e.kind == "op"]
+    assert found.matched == sum(1 for e in ops if e.name.startswith("s1/")) > 0
+    faces = child(ax, "op-bars").faces
+    faded = [min(faces[i][:3]) > 0.75 for i in range(len(ops))]
+    assert faded == [not e.name.startswith("s1/") for e in ops]
+    figure.canvas.draw()

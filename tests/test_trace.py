@@ -91,3 +91,27 @@ def test_bare_list_form_of_complete_events():
     (only,) = trace.events
     assert (only.lane, only.scope, only.start, only.end) == ("worker", "net1", 1000, 3500)
     assert np.isclose(trace.makespan_ms, 0.0025)
+
+
+def test_top_ops_and_memory_of_the_hand_trace():
+    table = hand_trace().top_ops()
+    assert [(r.name, r.count, r.total_ns, r.self_ns) for r in table] == [
+        ("net1/a", 1, 100, 100),
+        ("net1/b", 1, 100, 100),
+        ("net3/x", 1, 100, 100),
+        ("net2/a", 1, 70, 70),  # its shard is no op
+    ]
+    assert table.work_ns == 370 and table[3].share == pytest.approx(70 / 370)
+    memory = hand_trace().memory()  # no shapes recorded: nothing known, nothing made up
+    assert not memory.known and memory.series() == ([], []) and len(memory.unknown) == 4
+
+
+def test_a_traced_run_names_its_fetches_in_the_metadata():
+    g = pg.Graph("fetches")
+    with g.as_default():
+        a = pg.tanh(pg.random_normal((8, 4), seed=1), name="a")
+        b = pg.relu(a, name="b")
+    with pg.Session(g) as sess:
+        _, trace = sess.run([b, a], trace=True)
+    assert trace.metadata["fetches"] == ["b", "a"]
+    assert {x.op for x in trace.memory().buffers if x.fetched} == {"a", "b"}

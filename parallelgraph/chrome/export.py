@@ -24,6 +24,13 @@ Strict to the Trace Event Format, in its object form `{"traceEvents": [...], "di
   and `otherData` holds the format tag, the trace metadata (its source and lane kinds included)
   and `origin_ns` (when the first event started, in the trace's own ns clock), which is what
   makes `load` an exact inverse of `save`, every field and time included.
+- with `memory=True`, the live bytes of `parallelgraph.memory` (op outputs, a model) as counter
+  ('C') events named "live bytes" in a process of their own, "memory (model)", sorted after
+  the pools: one event at each time the live bytes change, its `args` the bytes of every
+  device from then on ({"cpu:0": 1048576}), so Perfetto draws one counter track per device
+  ("live bytes cpu:0"). They come after the complete events and before the flows; a trace
+  without output sizes gets none. Readers skip counters (`load` recomputes the memory from the
+  events, which are unchanged), so the round trip stays exact.
 
 `dump` never destroys what it writes over (`parallelgraph.saving.write_file`): a regular file is
 written atomically (a temporary file beside the target, then `os.replace`, so a failed write -- a
@@ -236,12 +243,47 @@ def _flow_events(
     return flows
 
 
-def to_chrome(trace: Trace) -> dict[str, Any]:
-    """The trace as a JSON-ready dict in the trace-event format's object form."""
+MEMORY_PROCESS = "memory (model)"
+MEMORY_COUNTER = "live bytes"
+
+
+def _memory_events(trace: Trace, pid: int, origin: int) -> list[dict[str, Any]]:
+    """The memory track: a process "memory (model)" and one counter event per change of the
+    live bytes (`parallelgraph.memory`), or nothing when no output size is known."""
+    from ..memory import memory_profile
+
+    counters = memory_profile(trace).counters()
+    if not counters:
+        return []
+    events = [
+        _metadata_event("process_name", pid, 0, {"name": MEMORY_PROCESS}),
+        _metadata_event("process_sort_index", pid, 0, {"sort_index": pid}),
+    ]
+    for t, values in counters:
+        events.append(
+            {
+                "name": MEMORY_COUNTER,
+                "cat": "memory",
+                "ph": "C",
+                "ts": _microseconds(t, origin),
+                "pid": pid,
+                "tid": 0,
+                "args": values,
+            }
+        )
+    return events
+
+
+def to_chrome(trace: Trace, memory: bool = False) -> dict[str, Any]:
+    """The trace as a JSON-ready dict in the trace-event format's object form; `memory=True`
+    adds the memory track (counter events, see the module docstring)."""
     ordered = sorted(trace.events, key=_event_order)
     threads = _layout([trace.lane(name) for name in trace.all_lanes], ordered)
     origin = min((event.start for event in ordered), default=0)
     slices = [_complete_event(e, threads.of_event[id(e)], origin) for e in ordered]
+    if memory:
+        pids = [item["pid"] for item in threads.metadata]
+        slices += _memory_events(trace, max(pids, default=0) + 1, origin)
     return {
         "traceEvents": threads.metadata + slices + _flow_events(ordered, threads.of_event, origin),
         "displayTimeUnit": "ms",
@@ -249,12 +291,13 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
     }
 
 
-def dump(trace: Trace, path: str | Path) -> Path:
+def dump(trace: Trace, path: str | Path, memory: bool = False) -> Path:
     """Write `trace` as Chrome trace-event JSON to `path` (parents created; gzip when the name
     ends in ".gz") and return it. Atomic for a regular file: the old file stays whole if the
-    write fails; a FIFO or device is written as a stream, a folder refused (OSError)."""
+    write fails; a FIFO or device is written as a stream, a folder refused (OSError).
+    `memory=True` adds the memory track (counter events)."""
     path = Path(path)
-    data = json.dumps(to_chrome(trace), default=str).encode()
+    data = json.dumps(to_chrome(trace, memory=memory), default=str).encode()
     if path.suffix == ".gz":
         data = gzip.compress(data, compresslevel=6, mtime=0)
     return write_bytes(path, data)
