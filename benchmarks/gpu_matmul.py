@@ -10,7 +10,7 @@ Shapes [m, k, n]: squares n = 1024, 2048, 4096 and the seed graph's first matmul
 
 Kernels (one row each per shape; the `KERNELS` table):
 
-* ``numba`` -- `parallelgraph.kernels.gpu_matmul` as the cuda executor runs it: prepared
+* ``numba`` -- `parallelgraph.kernels.gpu.gemm` as the cuda executor runs it: prepared
   `Launch` objects, with its split-K scratch allocated once (as the executor does per plan).
 * ``cupy`` -- ``cupy.matmul(a, b, out=c)`` on the same buffers, on the same stream: cuBLAS
   SGEMM. TF32 stays off: CuPy uses TF32 for float32 only when ``CUPY_TF32=1``, and this script
@@ -18,7 +18,7 @@ Kernels (one row each per shape; the `KERNELS` table):
   CuPy; both go in the JSON. The error column checks it: FP32 gives ~1e-6 relative error at
   k = 4096, TF32 (10-bit mantissa) ~1e-3.
 * ``blas`` -- parallelgraph's own cuBLAS path, ``Config(matmul_kernel="blas")`` on the GPU, as
-  the cuda executor runs it: `parallelgraph.kernels.gpu_blas` launches (CuPy's matmul on the
+  the cuda executor runs it: `parallelgraph.kernels.gpu.cublas` launches (CuPy's matmul on the
   plan's buffers, on the step's stream). Issue 15's target: within 5% of ``cupy``.
 
 Timing: CUDA events on one stream around `--inner` back-to-back calls (so the host's launch
@@ -61,7 +61,8 @@ def numba_case(a, b, out, config=None):
     import numpy as np
     from numba import cuda
 
-    from parallelgraph.kernels import gpu, gpu_matmul
+    from parallelgraph.kernels import gpu
+    from parallelgraph.kernels.gpu import gemm as gpu_matmul
 
     (m, k), n = a.shape, b.shape[1]
     size = gpu_matmul.matmul_scratch_size(m, k, n, a.dtype, config)
@@ -88,8 +89,9 @@ def cupy_case(a, b, out):
 
 
 def blas_case(a, b, out):
-    """A function(stream) that runs parallelgraph's cuBLAS launches (`kernels.gpu_blas`)."""
-    from parallelgraph.kernels import gpu, gpu_blas
+    """A function(stream) that runs parallelgraph's cuBLAS launches (`kernels.gpu.cublas`)."""
+    from parallelgraph.kernels import gpu
+    from parallelgraph.kernels.gpu import cublas as gpu_blas
 
     launches = gpu_blas.matmul_launches(a, b, out)
     return lambda stream: gpu.run_launches(launches, stream)
@@ -173,7 +175,7 @@ def benchmark(shapes, kernels, configs, inner, repeats, simulated, dtype="float3
     import numpy as np
     from numba import cuda
 
-    from parallelgraph.kernels import gpu_matmul
+    from parallelgraph.kernels.gpu import gemm as gpu_matmul
 
     stream = cuda.stream()
     rng = np.random.default_rng(0)
@@ -241,7 +243,7 @@ def ratios(rows: list[dict]) -> list[str]:
 
 def smoke() -> None:
     """Every code path on tiny shapes in the CUDA simulator, without CuPy."""
-    from parallelgraph.kernels import gpu_matmul
+    from parallelgraph.kernels.gpu import gemm as gpu_matmul
 
     tiny = gpu_matmul.MatmulConfig(
         bm=8, bn=8, bk=4, tm=2, tn=2, split_target_blocks=4, split_min_slice=8
@@ -300,7 +302,7 @@ def main() -> None:
         print("CuPy is not installed: numba rows only")
         kernels.pop("cupy")
         kernels.pop("blas")
-    from parallelgraph.kernels.gpu_matmul import MatmulConfig
+    from parallelgraph.kernels.gpu.gemm import MatmulConfig
 
     sweep = []
     if args.sweep:  # alternatives to the default 128x64x8/8x4

@@ -8,7 +8,7 @@ For the two-network graph at each size (narrow, whose kernels do not fill an H20
 of them fit side by side, then small, medium and large; or `--sizes`, names or explicit
 BATCHxINxHIDDENxOUT), 1, 2 and 4 streams (policy `branches`) and both launch paths (`prepared`:
 the executor replays launches built once; `numba`: every launch goes through numba's dispatcher,
-`kernels.gpu.DIRECT_LAUNCH = False`), one row each:
+`kernels.gpu.launch.DIRECT_LAUNCH = False`), one row each:
 
 - median makespan over repeats (GPU event timing) and its speed-up against 1 stream;
 - median overlap of net1 and net2;
@@ -64,7 +64,7 @@ def measure(size, streams: int, launch: str, repeats: int) -> dict:
     from parallelgraph.kernels import gpu
     from parallelgraph.presets import size_label, two_networks
 
-    gpu.DIRECT_LAUNCH = launch == "prepared"  # read when a session first launches a step
+    gpu.launch.DIRECT_LAUNCH = launch == "prepared"  # read when a session first launches a step
     preset = two_networks(size, device_name="gpu:0")
     graph, out = preset.graph, preset.fetch
     config = pg.Config(streams=streams, stream_policy="branches", inter_op_threads=1)

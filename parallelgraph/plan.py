@@ -308,13 +308,13 @@ def build_plan(
 
 def _gpu_kernel_notes(steps_ops: list[Op], devices: dict[int, str], config: Config) -> list[str]:
     """Why GPU matmuls run the numba kernel although `matmul_kernel="blas"` asked for cuBLAS
-    (`kernels.gpu_blas.cublas_problem`); nothing when they run what was asked."""
+    (`kernels.gpu.cublas.cublas_problem`); nothing when they run what was asked."""
     if config.matmul_kernel != "blas":
         return []
     on_gpu = [op for op in steps_ops if op.type == "matmul" and devices[op.id].startswith("gpu:")]
     if not on_gpu:
         return []
-    from .kernels.gpu_blas import cublas_problem
+    from .kernels.gpu.cublas import cublas_problem
 
     problem = cublas_problem()
     if problem is None:

@@ -212,7 +212,7 @@ def test_prepared_launches_are_replayed_and_match_numba_launches_bit_for_bit(mon
     g, fetches = all_ops_graph("float32")
     results = {}
     for direct in (False, True):
-        monkeypatch.setattr(gpu, "DIRECT_LAUNCH", direct)
+        monkeypatch.setattr(gpu.launch, "DIRECT_LAUNCH", direct)
         with pg.Session(g, pg.Config(streams=2, stream_policy="branches")) as sess:
             first = sess.run(fetches)
             results[direct] = sess.run(fetches)
@@ -245,7 +245,7 @@ def _all_launches(sess):
 def test_blas_on_the_simulator_says_it_ran_the_numba_kernel():
     """matmul_kernel="blas" (the default) on a GPU needs cuBLAS through CuPy; where it cannot
     run (here: the simulator) the plan and explain() say the GPU matmuls ran the numba kernel."""
-    from parallelgraph.kernels.gpu_blas import cublas_problem
+    from parallelgraph.kernels.gpu.cublas import cublas_problem
 
     assert cublas_problem() == "the CUDA simulator has no cuBLAS"
     g, fetches = all_ops_graph("float32")
@@ -261,7 +261,7 @@ def test_blas_on_the_simulator_says_it_ran_the_numba_kernel():
 def test_blas_runs_cublas_on_the_steps_stream_and_matches_the_reference():
     """On a real GPU with CuPy: the GPU matmuls are cuBLAS calls (BlasMatmul) on the step's
     stream, within float tolerance of the CPU reference and of the numba kernel."""
-    from parallelgraph.kernels.gpu_blas import BlasMatmul, cublas_problem
+    from parallelgraph.kernels.gpu.cublas import BlasMatmul, cublas_problem
 
     if cublas_problem() is not None:
         pytest.skip(f"no cuBLAS here: {cublas_problem()}")

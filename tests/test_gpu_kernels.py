@@ -18,7 +18,8 @@ import pytest
 from numba import cuda
 
 import parallelgraph as pg
-from parallelgraph.kernels import gpu, gpu_matmul
+from parallelgraph.kernels import gpu
+from parallelgraph.kernels.gpu import gemm as gpu_matmul
 from parallelgraph.kernels.normal32 import normal_rows32
 from parallelgraph.kernels.normal64 import normal_rows64
 from parallelgraph.ops.sources import philox_normal_reference
@@ -184,11 +185,11 @@ def test_matmul_checks_its_scratch(stream):
         )
 
 
-def test_gpu_matmul_imports_before_gpu():
-    """kernels.gpu_matmul imports kernels.gpu, whose matmul names import it back lazily."""
+def test_gpu_gemm_imports_on_its_own():
+    """kernels.gpu.gemm imports first, without an import cycle through the package."""
     code = (
-        "from parallelgraph.kernels import gpu_matmul, gpu; "
-        "assert gpu._matmul_kernel is gpu_matmul.config_kernel('float32')"
+        "from parallelgraph.kernels.gpu import gemm; from parallelgraph.kernels import gpu; "
+        "assert gpu._matmul_kernel is gemm.config_kernel('float32')"
     )
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)

@@ -27,8 +27,6 @@ _SUBMODULES = (
     "normal64",
     "matmul",
     "gpu",
-    "gpu_matmul",
-    "gpu_blas",
 )
 
 

@@ -256,8 +256,8 @@ class AddN(OpDef):
 class MatMul(OpDef):
     """[m, k] @ [k, n]. Shards are row blocks of the output; `Config.matmul_kernel` picks the
     kernel: "blas" (BLAS on the row block; cuBLAS through CuPy on a GPU, where CuPy can run it:
-    `kernels.gpu_blas`) or "numba" (the register-tiled pure Numba kernel, on a GPU
-    `kernels.gpu_matmul`)."""
+    `kernels.gpu.cublas`) or "numba" (the register-tiled pure Numba kernel, on a GPU
+    `kernels.gpu.gemm`)."""
 
     type = "matmul"
     default_name = "MatMul"
@@ -302,8 +302,8 @@ class MatMul(OpDef):
         self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
     ) -> list[Any]:
         requested = getattr(config, "matmul_kernel", "blas")
-        if kernels.gpu_blas.kernel_for(requested) == "blas":  # cuBLAS, as TF and PyTorch run
-            return kernels.gpu_blas.matmul_launches(inputs[0], inputs[1], out)
+        if kernels.gpu.cublas.kernel_for(requested) == "blas":  # cuBLAS, as TF and PyTorch run
+            return kernels.gpu.cublas.matmul_launches(inputs[0], inputs[1], out)
         return kernels.gpu.matmul_launches(inputs[0], inputs[1], out, scratch)
 
     def gpu_scratch_size(self, op: Any) -> int:

@@ -107,16 +107,13 @@ from typing import Any
 import numpy as np
 from numba import cuda, uint64
 
-from .gpu import (
-    _MAX_GRID_Y,
+from .checks import check_device, check_dtype, check_scratch, check_shape
+from .launch import (
     ELEMENTWISE_THREADS,
+    MAX_GRID_Y,
     DeviceArray,
     Launch,
     Stream,
-    _check_device,
-    _check_dtype,
-    _check_scratch,
-    _check_shape,
     launch_config,
     run_launches,
 )
@@ -375,24 +372,24 @@ def matmul_launches(
     elements; with it, thin shapes split k (see `matmul_splits`). `config`: tile sizes
     (default: `CONFIGS` for the dtype).
     """
-    _check_device(a, b, out)
-    dtype = _check_dtype(a, b, out)
+    check_device(a, b, out)
+    dtype = check_dtype(a, b, out)
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul needs [m, k] @ [k, n], got {a.shape} @ {b.shape}")
     (m, k), n = a.shape, b.shape[1]
-    _check_shape("matmul out", out, (m, n))
+    check_shape("matmul out", out, (m, n))
     if m == 0 or n == 0:
         return []
     config = config or matmul_config(dtype)
     kernel = config_kernel(dtype, config)
     slices, k_slice = matmul_splits(m, k, n, config) if scratch is not None else (1, k)
     grid = (math.ceil(n / config.bn), math.ceil(m / config.bm), slices)
-    if grid[1] > _MAX_GRID_Y:
-        raise ValueError(f"matmul: {m} rows exceed the grid limit ({_MAX_GRID_Y * config.bm})")
+    if grid[1] > MAX_GRID_Y:
+        raise ValueError(f"matmul: {m} rows exceed the grid limit ({MAX_GRID_Y * config.bm})")
     if slices == 1:
         return [Launch(kernel, grid, config.threads, (a, b, out.reshape(1, m, n), k_slice))]
     needed = slices * m * n
-    _check_scratch("matmul", scratch, needed)
+    check_scratch("matmul", scratch, needed)
     partials = scratch[:needed].reshape(slices, m, n)
     return [
         Launch(kernel, grid, config.threads, (a, b, partials, k_slice)),

@@ -11,7 +11,7 @@ CuPy uses TF32 only when `CUPY_TF32=1` is set.
 
 Where CuPy cannot run cuBLAS (not installed, no usable GPU, the CUDA simulator), the plan says
 why in its notes (`cublas_problem`) and the GPU matmuls run the numba kernel
-(`kernels.gpu_matmul`).
+(`kernels.gpu.gemm`).
 """
 
 from __future__ import annotations
