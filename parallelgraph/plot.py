@@ -638,11 +638,16 @@ def compare(
     each run against the first. `compare([a, b], labels=[...])` and `compare(a, b, ...)` both
     work. `branches`: two branches — scopes, "lane:NAME" or "op:PATTERN" (see
     `parallelgraph.branches`) — whose overlap each panel's title gives. `title` replaces the
-    speed-up line on top; other keyword options (arrows, t0, t1) go to `gantt` for every
-    panel.
+    speed-up line on top; other keyword options (arrows, t0, t1, highlight) go to `gantt` for
+    every panel (a memory panel is not one of them: `trace.plot(memory=True)` draws one per
+    trace).
 
     >>> compare(trace_1, trace_2, labels=["inter-op 1", "inter-op 2"])  # doctest: +SKIP
     """
+    if options.get("memory"):
+        raise ValueError(
+            "compare draws no memory panels: draw each trace's with trace.plot(memory=True)"
+        )
     runs = _flatten_traces(traces)
     names = list(labels) if labels is not None else [f"run {i + 1}" for i in range(len(runs))]
     if len(names) != len(runs):

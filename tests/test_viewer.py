@@ -435,3 +435,5 @@ def test_memory_on_axes_of_your_own_and_the_errors():
         gantt(memory_trace(), memory="yes")
     with pytest.raises(ValueError, match="goes with ax="):
         gantt(memory_trace(), memory=bottom)
+    with pytest.raises(ValueError, match="compare draws no memory panels"):
+        compare(memory_trace(), memory_trace(), memory=True)
