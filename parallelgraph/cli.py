@@ -2,25 +2,31 @@
 
 Every command exits non-zero with a one-line message (no traceback) on bad input: argparse's
 own errors (exit 2) included, which by default print the whole usage block first.
+
+Every speed-up a command prints is `stats.speedup_text`'s, the package's one rule: the ratio of
+medians with its 95% bootstrap CI and verdict, or "one run: not a conclusion" (`compare`, whose
+traces are one run each, always says the latter).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from .config import MAX_STREAMS, MAX_THREADS, STREAM_POLICIES, Config
 from .errors import GraphError, OpError
-from .machine_load import LoadMonitor, busy_note
+from .machine_load import LoadMonitor, MachineLoad, busy_note
 from .measure import Measurement, measure, measure_interleaved
 from .presets import PRESETS, TWO_NETWORK_SIZES, Preset, build_preset
 from .saving import write_file
 from .session import Session
+from .stats import speedup, speedup_text
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -202,15 +208,17 @@ def command_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def command_demo(args: argparse.Namespace) -> int:
-    from .plot import compare
+#: The demo's settings, (inter-op threads, intra-op threads); the first is the baseline.
+DEMO_SETTINGS: tuple[tuple[int, int], ...] = ((1, 1), (2, 1), (1, 2), (2, 2))
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    preset = build_preset("two-networks", args.size)
-    print(f"parallelgraph demo — the seed experiment on the CPU: {preset.description}")
-    print("(the first run compiles the Numba kernels; later runs use the cache)\n")
-    settings = [(1, 1), (2, 1), (1, 2), (2, 2)]
+
+def demo_runs(
+    preset: Preset, repeats: int, settings: Sequence[tuple[int, int]] = DEMO_SETTINGS
+) -> tuple[dict[tuple[int, int], Measurement], MachineLoad | None]:
+    """Measure every setting `repeats` times, interleaved (`measure_interleaved`: repeat r of
+    every setting before repeat r + 1 of any, so a machine that slows down during the demo
+    slows every setting alike), after two untimed warm-ups each; with what else used the CPUs
+    meanwhile (`LoadMonitor`)."""
     sessions = {
         setting: Session(
             preset.graph, Config(inter_op_threads=setting[0], intra_op_threads=setting[1])
@@ -219,38 +227,109 @@ def command_demo(args: argparse.Namespace) -> int:
     }
     try:
         with LoadMonitor() as monitor:  # what else used the CPUs while the runs were measured
-            measured = measure_interleaved(sessions, preset.fetch, args.repeats, warmup=2)
+            measured = measure_interleaved(sessions, preset.fetch, repeats, warmup=2)
     finally:
         for session in sessions.values():
             session.close()
-    # at most inter-op threads plus the intra-op helpers (intra - 1, shared) run at once
-    busy = busy_note(monitor.load, threads_used=max(inter + intra - 1 for inter, intra in settings))
-    results = [measured[setting] for setting in settings]
-    base = results[0].median_ms
-    print(
-        f"{'inter-op':>8} {'intra-op':>8} {'median ms':>10} {'IQR ms':>13} {'speed-up':>9} "
-        f"{'net1/net2 overlap':>18}"
-    )
-    for (inter, intra), result in zip(settings, results):
+    return measured, monitor.load
+
+
+def demo_table(measured: Mapping[tuple[int, int], Measurement], repeats: int) -> list[str]:
+    """The demo's table: per setting the median and IQR of the makespans, the median of the
+    runs' net1/net2 overlaps, and the speed-up against the first setting by the package's one
+    rule (`stats.speedup_text`: with its 95% CI and verdict, or "one run: not a conclusion")."""
+    settings = list(measured)
+    base = measured[settings[0]].makespans_ms
+    against = f"speed-up against inter-op {settings[0][0]}, intra-op {settings[0][1]}"
+    lines = [
+        f"{'inter-op':>8} {'intra-op':>8} {'median ms':>10} {'IQR ms':>13} "
+        f"{'net1/net2 overlap':>18}  {against}"
+    ]
+    for index, (inter, intra) in enumerate(settings):
+        result = measured[(inter, intra)]
         low, high = result.quartiles_ms()
-        print(
+        speedup = "baseline" if index == 0 else speedup_text(base, result.makespans_ms)
+        lines.append(
             f"{inter:>8} {intra:>8} {result.median_ms:>10.2f} {low:>6.1f}-{high:<6.1f} "
-            f"{base / result.median_ms:>9.2f} {result.median_overlap('net1', 'net2'):>18.2f}"
+            f"{result.median_overlap('net1', 'net2'):>18.2f}  {speedup}"
         )
-    print(f"(medians of {args.repeats} interleaved repeats; IQR = middle half of the runs)")
+    lines.append(
+        f"(medians of {repeats} interleaved repeats; IQR = middle half of the runs; overlap = "
+        "median of the runs';\n speed-up = ratio of medians with its 95% bootstrap CI, called "
+        "faster or slower only when the CI excludes 1.0)"
+    )
+    return lines
+
+
+def demo_conclusion(
+    one: Measurement, two: Measurement, busy: bool = False, label: str = "inter-op threads"
+) -> str:
+    """What the demo concludes about 1 against 2 `label`, in words that the numbers beside
+    them cannot contradict.
+
+    Two statements, each of its own evidence: whether net1 and net2 overlapped is read off the
+    runs drawn in timeline.png (and saved as trace.ctf.json), and says so ("in the drawn run");
+    whether that made the graph faster is the speed-up of all the runs, with its CI and verdict
+    (`stats.Speedup`). A run can overlap fully and gain nothing (other programs on the cores,
+    ops too short to be worth a second thread): then the words say that overlap is not
+    speed-up, instead of "ran in parallel" beside a speed-up of 0.97."""
+    overlap = two.median_trace().overlap("net1", "net2")
+    alone = one.median_trace().overlap("net1", "net2")
+    side_by_side = overlap > 0.5
+    seen = "ran side by side" if side_by_side else "mostly did NOT run side by side"
+    gain = speedup(one.makespans_ms, two.makespans_ms)
+    if not math.isfinite(gain.low):
+        meaning = "rerun with --repeats 5 or more for a confidence interval"
+    elif gain.verdict == "faster":
+        meaning = "the graph was faster with 2" + (", as they overlapped" if side_by_side else "")
+    elif gain.verdict == "slower":
+        meaning = "the graph was slower with 2" + (
+            ", although they overlapped: overlap is not speed-up" if side_by_side else ""
+        )
+    else:
+        meaning = (
+            "these runs cannot tell 2 from 1"
+            + (": overlap is not speed-up" if side_by_side else "")
+            + (" (the machine was busy, see above)" if busy else "")
+        )
+    return (
+        f"With 2 {label} net1 and net2 {seen} in the drawn run (overlap {overlap:.2f}); with 1 "
+        f"they cannot overlap (overlap {alone:.2f} in the drawn run).\n"
+        f"Speed-up of 2 against 1 over {runs_text(len(two.traces))}: {gain.text()}: {meaning}."
+    )
+
+
+def runs_text(count: int) -> str:
+    """ "1 run", "15 runs"."""
+    return f"{count} run{'' if count == 1 else 's'}"
+
+
+def command_demo(args: argparse.Namespace) -> int:
+    from .plot import compare
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    preset = build_preset("two-networks", args.size)
+    print(f"parallelgraph demo — the seed experiment on the CPU: {preset.description}")
+    print("(the first run compiles the Numba kernels; later runs use the cache)\n")
+    measured, load = demo_runs(preset, args.repeats)
+    # at most inter-op threads plus the intra-op helpers (intra - 1, shared) run at once
+    busy = busy_note(load, threads_used=max(inter + intra - 1 for inter, intra in measured))
+    print("\n".join(demo_table(measured, args.repeats)))
     if busy is not None:
         print(f"Busy machine: {busy}.")
+    results = [measured[setting] for setting in DEMO_SETTINGS]
     traces = [r.median_trace() for r in results[:2]]
     traces[1].save(out / "trace.ctf.json")
-    save_figure(compare(traces, labels=["inter-op 1", "inter-op 2"]), out / "timeline.png")
-    print(f"\nwrote {out / 'trace.ctf.json'} (open in https://ui.perfetto.dev or chrome://tracing)")
-    print(f"wrote {out / 'timeline.png'}")
-    overlap = results[1].median_overlap("net1", "net2")
-    verdict = "ran in parallel" if overlap > 0.5 else "mostly did NOT run in parallel"
-    print(
-        f"\nWith 2 inter-op threads net1 and net2 {verdict} (overlap {overlap:.2f}); "
-        f"with 1 they cannot overlap (overlap {results[0].median_overlap('net1', 'net2'):.2f})."
+    title = f"inter-op 2 against inter-op 1 over {runs_text(args.repeats)}: " + speedup_text(
+        results[0].makespans_ms, results[1].makespans_ms
     )
+    save_figure(
+        compare(traces, labels=["inter-op 1", "inter-op 2"], title=title), out / "timeline.png"
+    )
+    print(f"\nwrote {out / 'trace.ctf.json'} (open in https://ui.perfetto.dev or chrome://tracing)")
+    print(f"wrote {out / 'timeline.png'} (the median run of each; its title: the speed-up)")
+    print("\n" + demo_conclusion(results[0], results[1], busy=busy is not None))
     print("\nWhy, in the words of trace.explain() for inter-op 1:")
     print(results[0].median_trace().explain())
     if real_gpu_available():
@@ -280,15 +359,20 @@ def demo_gpu_streams(out: Path, repeats: int) -> None:
         for session in sessions.values():
             session.close()
     print(f"\nGPU: {preset.description}")
-    base = measured[1].median_ms
+    base = measured[1].makespans_ms
     for streams, result in measured.items():
+        gain = "baseline" if streams == 1 else speedup_text(base, result.makespans_ms)
         print(
-            f"  {streams} stream(s): median {result.median_ms:.3f} ms, speed-up "
-            f"{base / result.median_ms:.2f}, net1/net2 overlap "
-            f"{result.median_overlap('net1', 'net2'):.2f}"
+            f"  {streams} stream(s): median {result.median_ms:.3f} ms, net1/net2 overlap "
+            f"{result.median_overlap('net1', 'net2'):.2f}, speed-up {gain}"
         )
+    print("\n" + demo_conclusion(measured[1], measured[2], label="CUDA streams"))
     traces = [measured[1].median_trace(), measured[2].median_trace()]
-    save_figure(compare(traces, labels=["1 stream", "2 streams"]), out / "gpu_timeline.png")
+    title = f"2 streams against 1 over {runs_text(max(1, repeats))}: " + speedup_text(
+        base, measured[2].makespans_ms
+    )
+    figure = compare(traces, labels=["1 stream", "2 streams"], title=title)
+    save_figure(figure, out / "gpu_timeline.png")
     print(f"wrote {out / 'gpu_timeline.png'}")
 
 
@@ -332,9 +416,10 @@ def command_compare(args: argparse.Namespace) -> int:
     traces = [Trace.load(path) for path in args.traces]
     written = save_figure(compare(traces, labels=labels), args.out)
     base = traces[0].makespan_ms
-    for label, trace in zip(labels, traces):
-        ratio = f"x{base / trace.makespan_ms:.2f}" if base > 0 and trace.makespan_ms > 0 else "-"
-        print(f"{label}: makespan {trace.makespan_ms:.2f} ms ({ratio})")
+    for index, (label, trace) in enumerate(zip(labels, traces)):
+        # one trace a side: the package's rule says "one run: not a conclusion"
+        gain = "baseline" if index == 0 else speedup_text([base], [trace.makespan_ms])
+        print(f"{label}: makespan {trace.makespan_ms:.2f} ms ({gain})")
     print(f"wrote {written}")
     return 0
 

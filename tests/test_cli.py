@@ -1,6 +1,7 @@
 """The command line: run --json, demo, and one-line errors for bad arguments."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -63,6 +64,18 @@ def test_demo_writes_trace_and_timeline(tmp_path, capsys):
     assert main(["demo", "--size", "small", "--repeats", "2", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "inter-op" in out and "overlap" in out
+    # issue 23: every speed-up with its CI and verdict, and words the numbers do not contradict
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.lstrip().startswith("inter-op"))
+    assert lines[header].endswith("speed-up against inter-op 1, intra-op 1")
+    assert lines[header + 1].endswith("  baseline")
+    for row in lines[header + 2 : header + 5]:
+        assert re.search(
+            r"  ×\d+\.\d\d \(95% CI \d+\.\d\d-\d+\.\d\d, (faster|slower|within noise)\)$", row
+        )
+    assert "ran in parallel" not in out
+    assert re.search(r"net1 and net2 (ran|mostly did NOT run) side by side in the drawn run", out)
+    assert re.search(r"Speed-up of 2 against 1 over 2 runs: ×\d+\.\d\d \(95% CI ", out)
     assert (tmp_path / "trace.ctf.json").stat().st_size > 100
     assert (tmp_path / "timeline.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -105,7 +118,11 @@ def test_plot_compare_and_explain_commands(two_traces, tmp_path, capsys):
     assert (tmp_path / "t.svg").read_text().lstrip().startswith("<?xml")
     out = tmp_path / "c.png"
     assert main(["compare", str(one), str(two), "--labels", "one,two", "--out", str(out)]) == 0
-    assert out.exists() and "two: makespan" in capsys.readouterr().out
+    compared = capsys.readouterr().out
+    assert out.exists() and "one: makespan" in compared and "(baseline)" in compared
+    assert re.search(
+        r"two: makespan \d+\.\d\d ms \(×\d+\.\d\d \(one run: not a conclusion\)\)", compared
+    )
     assert main(["explain", str(one)]) == 0
     report = capsys.readouterr().out
     assert "net1 and net2: did not overlap" in report and "inter_op_threads=1" in report
