@@ -43,7 +43,10 @@ median of an even count lies between the two middle repeats; the dashboard draws
 and, wherever it gives the median (status, table, timeline title, the line above `explain()`),
 gives the drawn run's makespan beside it, and wherever it gives that makespan, the median:
 "median 1090.37 ms of 4 runs; drawn: the lower middle run, makespan 1019.36 ms". Speed-ups are
-ratios of medians, in the table and on the timeline alike.
+ratios of medians with their uncertainty, by the package's one rule (`stats.speedup_text`:
+"×0.97 (95% CI 0.81-1.12, within noise)", or "×0.65 (one run: not a conclusion)" when the pin
+or the current run has a single run), in the status, the table and on the timeline alike: the
+bootstrap is seeded, so the same runs give the same words in all three.
 
 Runs in the background. `dash.run()` (the Run button) starts a run in a thread and returns: the
 kernel stays free, so the **Stop** button works (`dash.stop()`); a change made during a run is
@@ -64,8 +67,8 @@ Results remember what they ran: the build function and its parameters, the graph
 knobs. **Pin** keeps the current result (up to `MAX_PINNED`, oldest dropped) and says so in the
 message line, with its number and median; the table shows a column per pinned run, and a
 speed-up only against pins of the same graph and parameters — a pin of another graph says so
-and shows its own absolute time. The timeline draws the pins of the same graph above the
-current run, on one time axis.
+and shows its own absolute time. The status gives the speed-up against the latest such pin.
+The timeline draws the pins of the same graph above the current run, on one time axis.
 
 The timeline is interactive where the front end allows it: under a Jupyter kernel with ipympl
 installed, the figure gets an ipympl canvas (pan, zoom, and the hover tooltip `plot.gantt`
@@ -96,6 +99,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
+from . import stats
 from .config import EXECUTORS, STREAM_POLICIES, Config
 from .dtypes import FLOAT_DTYPES
 from .graph import Graph, Tensor
@@ -519,8 +523,9 @@ def figure_for(result: Result, pinned: Sequence[Result] = ()) -> Any:
     axis (pins first, oldest on top).
 
     Every title names the run it draws and its makespan (and, for an even count, the median
-    beside it); the speed-ups on top are those of the table (ratios of medians), not ratios of
-    the drawn runs' makespans, which `plot.compare` would print and which could contradict it.
+    beside it); the speed-ups on top are those of the table (ratios of medians with their CIs,
+    `speedup_text`), not ratios of the drawn runs' makespans, which `plot.compare` would print
+    and which could contradict them. One line per pin.
     """
     from .plot import compare, gantt
 
@@ -533,13 +538,11 @@ def figure_for(result: Result, pinned: Sequence[Result] = ()) -> Any:
     runs = [*pins, result]
     labels = [f"pin {_pin_number(pinned, p)} ({p.knobs.label()})" for p in pins]
     labels.append(f"current ({result.knobs.label()})")
-    speedups = ", ".join(
-        f"{_speedup_text(result, p)} vs pin {_pin_number(pinned, p)}" for p in pins
-    )
+    speedups = "\n".join(f"{speedup_text(result, p)} vs pin {_pin_number(pinned, p)}" for p in pins)
     figure = compare(
         [r.trace for r in runs],
         labels=labels,
-        title=f"current's speed-up (ratio of medians, as in the table): {speedups}",
+        title=f"current's speed-up (ratio of medians, as in the table):\n{speedups}",
     )
     panels = [ax for ax in figure.axes if hasattr(ax, "parallelgraph_bars")]
     for ax, run, label in zip(panels, runs, labels):
@@ -582,7 +585,7 @@ def summary_rows(result: Result, pinned: Sequence[Result] = ()) -> list[tuple[st
         ("run", *(_run_text(r) for r in runs)),
         ("median makespan", *(_median_text(r) for r in runs)),
         ("drawn and explained", *(_drawn_text(r) for r in runs)),
-        ("current's speed-up vs this", "—", *(_speedup_text(result, p) for p in pinned)),
+        ("current's speed-up vs this", "—", *(speedup_text(result, p) for p in pinned)),
         ("overlap, first two scopes", *(_overlap_text(r) for r in runs)),
         ("utilization (mean of lanes)", *(_utilization_text(r) for r in runs)),
         ("critical-path bound", *(_bound_text(r) for r in runs)),
@@ -644,12 +647,15 @@ def _drawn_text(result: Result) -> str:
     return f"makespan {result.trace.makespan_ms:.2f} ms, {drawn_words(result)}"
 
 
-def _speedup_text(result: Result, pin: Result) -> str:
+def speedup_text(result: Result, pin: Result) -> str:
+    """The current run's speed-up against a pin, as the status, the table and the timeline
+    give it: `stats.speedup_text` of their makespans ("×1.89 (95% CI 1.80-1.97, faster)",
+    "×0.65 (one run: not a conclusion)"); a pin of another graph is not compared."""
     if not pin.settings.same_graph(result.settings):
         return "another graph: not compared"
-    if not result.median_ms:
+    if not pin.runs or not result.runs:
         return "—"
-    return f"{pin.median_ms / result.median_ms:.2f}x"
+    return stats.speedup_text(pin.measurement.makespans_ms, result.measurement.makespans_ms)
 
 
 def _overlap_text(result: Result) -> str:
@@ -1324,6 +1330,12 @@ class Dashboard:
                 f"{median_words(result)}. The table compares the next runs with it, and the "
                 "timeline draws it above those of the same graph."
                 + (f" (The oldest pin was dropped: at most {MAX_PINNED}.)" if dropped else "")
+                + (
+                    f' It has one run: a speed-up against it will say "{stats.ONE_RUN}" '
+                    "(more repeats give it a confidence interval)."
+                    if result.runs == 1
+                    else ""
+                )
             )
         self._redraw()
         self._tell(said)
@@ -1431,8 +1443,14 @@ class Dashboard:
             warm = "; no warm-up: the first run includes compilation"
         else:
             warm = ""
+        pins = comparable(result, self.pinned)
+        against = (
+            f"; {speedup_text(result, pins[-1])} against pin {_pin_number(self.pinned, pins[-1])}"
+            if pins
+            else ""
+        )
         return (
-            f"{result.settings.label()}: {median_words(result)}; {said}{warm}; "
+            f"{result.settings.label()}: {median_words(result)}{against}; {said}{warm}; "
             f"{result.seconds:.2f} s{rebuilt}"
         )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import doctest
 import html
+import re
 import threading
 
 import pytest
@@ -19,7 +20,7 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 import parallelgraph as pg
-from parallelgraph import presets, widgets
+from parallelgraph import presets, stats, widgets
 from parallelgraph.config import cpu_count
 from parallelgraph.widgets import Dashboard, GraphSource, Knobs, Result, Runner, Settings
 
@@ -359,8 +360,10 @@ def test_pins_compare_only_runs_of_the_same_graph(dash):
     assert [p.knobs.inter_op_threads for p in dash.pinned] == [1, 2]
     change(dash, "intra_op_threads", 2)
     rows = {row[0]: row[1:] for row in widgets.summary_rows(dash.result, dash.pinned)}
-    expected = dash.pinned[0].median_ms / dash.result.median_ms
-    assert rows["current's speed-up vs this"][1] == f"{expected:.2f}x"
+    expected = stats.speedup_text(
+        dash.pinned[0].measurement.makespans_ms, dash.result.measurement.makespans_ms
+    )
+    assert rows["current's speed-up vs this"][1] == expected and "95% CI" in expected
     assert "pin 2" in dash.table.value
     three_panels = png_height(png_of(dash))
     assert three_panels > single_height  # the pins and the current run, one time axis
@@ -462,3 +465,40 @@ def test_pin_says_what_it_kept(dash):
     assert first not in dash.pinned
     dash.clear_button.click()
     assert f"{widgets.MAX_PINNED} pin(s) cleared." in html.unescape(dash.message.value)
+
+
+def test_speedups_against_pins_carry_their_uncertainty_everywhere(dash):
+    """Issue 23: a pin showed the same settings at "×0.65", from one run. Now the status, the
+    table and the timeline's title give the same words by the one rule: the CI and verdict, or
+    "one run: not a conclusion" while a side has a single run; Pin says so of a one-run pin."""
+    dash.controls["repeats"].value = 1
+    dash.run()
+    dash.wait(timeout=60)
+    dash.pin_button.click()
+    assert f'It has one run: a speed-up against it will say "{stats.ONE_RUN}"' in html.unescape(
+        dash.message.value
+    )
+    change(dash, "inter_op_threads", 2)
+    change(dash, "repeats", 3)  # three runs against the pin's one: still no conclusion
+
+    def shown(pin_number: int) -> str:
+        rows = {row[0]: row[1:] for row in widgets.summary_rows(dash.result, dash.pinned)}
+        cell = rows["current's speed-up vs this"][pin_number]
+        if pin_number == len(dash.pinned):  # the status gives the latest pin's
+            assert f"; {cell} against pin {pin_number};" in dash.status
+        assert f"{cell} vs pin {pin_number}" in dash._figure.get_suptitle()
+        assert cell in html.unescape(dash.table.value)
+        return cell
+
+    one_run = shown(1)
+    pin = dash.pinned[0].measurement.makespans_ms
+    assert one_run == stats.speedup_text(pin, dash.result.measurement.makespans_ms)
+    assert one_run.endswith("(one run: not a conclusion)")
+    dash.pin_button.click()  # pin 2: three runs
+    change(dash, "inter_op_threads", 1)
+    assert shown(1).endswith("(one run: not a conclusion)")
+    measured = shown(2)  # the latest pin, as the status gives it
+    assert re.fullmatch(r"×\d+\.\d\d \(95% CI \d+\.\d\d-\d+\.\d\d, [a-z ]+\)", measured)
+    assert measured == stats.speedup_text(
+        dash.pinned[1].measurement.makespans_ms, dash.result.measurement.makespans_ms
+    )
