@@ -27,6 +27,7 @@ import parallelgraph as pg
 from parallelgraph.config import cpu_count
 from parallelgraph.executors.cuda import gpu_available, simulated
 from parallelgraph.measure import measure_interleaved
+from parallelgraph.stats import speedup, speedup_text
 
 HAVE_GPU = gpu_available() and not simulated()
 print(f"{cpu_count()} CPU cores; NVIDIA GPU usable: {HAVE_GPU}")
@@ -84,19 +85,28 @@ stream_sessions = {
 stream_runs = measure_interleaved(stream_sessions, out, repeats=10 if HAVE_GPU else 5, warmup=2)
 for session in stream_sessions.values():
     session.close()
+one_stream = stream_runs["1 stream (single)"].makespans_ms
 for name, run in stream_runs.items():
+    gain = "baseline" if name == "1 stream (single)" else speedup_text(one_stream, run.makespans_ms)
     print(
         f"{name:22} median {run.median_ms:8.3f} ms, "
-        f"net1/net2 overlap {run.median_overlap('net1', 'net2'):.2f}"
+        f"net1/net2 overlap {run.median_overlap('net1', 'net2'):.2f}, speed-up {gain}"
     )
+two_streams = speedup(one_stream, stream_runs["2 streams (branches)"].makespans_ms)
 if HAVE_GPU:
     traces = [run.median_trace() for run in stream_runs.values()]
-    display(pg.plot.compare(traces, labels=list(stream_runs)))
+    title = f"2 streams against 1, medians of {len(one_stream)} runs: {two_streams}"
+    display(pg.plot.compare(traces, labels=list(stream_runs), title=title))
 else:
     print(
         "No usable GPU here: both sessions ran every gpu:0 op on the CPU (soft placement, see "
-        "the warning above),\nso the stream setting had nothing to act on and the two rows "
-        "differ only by noise."
+        "the warning above),\nso the stream setting had nothing to act on: "
+        + (
+            f"the speed-up is {two_streams.verdict}, as it should be."
+            if not two_streams.conclusive
+            else f"the verdict '{two_streams.verdict}' is the machine or the order of the runs, "
+            "not the streams (1 run in 20 crosses a 95% CI by chance)."
+        )
     )
 stream_runs["1 stream (single)"].median_trace().explain()
 
@@ -113,7 +123,9 @@ stream_runs["1 stream (single)"].median_trace().explain()
 # We place the same graph on the CPU (`pg.presets.two_networks("medium")` builds it) and
 # measure the settings *interleaved* — repeat 1 of every setting, then repeat 2 of every
 # setting, … — so that a machine that gets busier during the measurement slows all of them
-# alike. We report medians and the middle half of the runs (IQR).
+# alike. We report medians, the middle half of the runs (IQR), and each speed-up with its 95%
+# bootstrap confidence interval: it is called *faster* or *slower* only when the interval
+# excludes 1.0, otherwise *within noise*.
 
 # %%
 cpu = pg.presets.two_networks("medium")  # (batch, in, hidden, out) = (512, 1024, 1024, 512)
@@ -126,18 +138,18 @@ runs = measure_interleaved(sessions, cpu.fetch, repeats=7, warmup=1)
 for session in sessions.values():
     session.close()  # joins the session's threads
 
-base = runs["inter-op 1"].median_ms
-print(f"{'setting':24} {'median ms':>9} {'IQR ms':>13} {'speed-up':>8} {'overlap':>7}")
+base = runs["inter-op 1"].makespans_ms
+gains = {name: speedup_text(base, run.makespans_ms) for name, run in runs.items()}
+gains["inter-op 1"] = "baseline"
+print(f"{'setting':24} {'median ms':>9} {'IQR ms':>13} {'overlap':>7}  speed-up vs inter-op 1")
 for name, run in runs.items():
     q1, q3 = run.quartiles_ms()
     overlap = run.median_overlap("net1", "net2")
-    print(
-        f"{name:24} {run.median_ms:9.2f} {q1:6.2f}-{q3:6.2f} "
-        f"{base / run.median_ms:8.2f} {overlap:7.2f}"
-    )
+    print(f"{name:24} {run.median_ms:9.2f} {q1:6.2f}-{q3:6.2f} {overlap:7.2f}  {gains[name]}")
 
 # %% [markdown]
-# Read the table (the *overlap* column does not depend on how busy the machine is; the times do):
+# Read the table (the *overlap* column does not depend on how busy the machine is; the times
+# do, and the speed-up's interval and verdict say how far this run's numbers can be trusted):
 #
 # - **inter-op 1**: the overlap of `net1` and `net2` is 0 — one op at a time, the networks run
 #   one after the other.
@@ -155,12 +167,18 @@ for name, run in runs.items():
 #
 # One row per thread (lane), time to the right, one colour per scope. With one inter-op thread
 # there is a single lane and the two colours take turns; with two, `net1` and `net2` fill a lane
-# each at the same time. (Each panel is the run with the median makespan; the ops' shards, if
+# each at the same time. (Each panel is the run with the median makespan, and its heading
+# compares those drawn runs alone; the title gives the table's speed-ups. The ops' shards, if
 # any, are the thinner bars in the lower half of a row.)
 
 # %%
 traces = {name: run.median_trace() for name, run in runs.items()}
-pg.plot.compare(list(traces.values()), labels=list(traces))
+pg.plot.compare(
+    list(traces.values()),
+    labels=list(traces),
+    title="speed-up against inter-op 1, medians of 7 runs:\n"
+    + "\n".join(f"{name} {gains[name]}" for name in list(runs)[1:]),
+)
 
 # %% [markdown]
 # The trace of a run is a file too: `trace.save` writes the Chrome trace-event format, which

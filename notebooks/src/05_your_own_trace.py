@@ -24,6 +24,7 @@
 # %%
 import parallelgraph as pg
 from parallelgraph.recorded import framework_runs, framework_trace
+from parallelgraph.stats import median, speedup_text
 
 runs = framework_runs()
 tf1 = framework_trace("tensorflow-inter1")
@@ -56,18 +57,22 @@ tf1.plot()
 # %%
 predicted = pg.simulate(tf1, pg.Config(inter_op_threads=2, intra_op_threads=1), cores=2)
 tf2 = framework_trace("tensorflow-inter2")
-measured = {
-    name: runs[name]["timings_ms"]["median"] for name in ("tensorflow-inter1", "tensorflow-inter2")
+timings = {
+    name: runs[name]["timings_ms"]["all"] for name in ("tensorflow-inter1", "tensorflow-inter2")
 }
+measured = speedup_text(timings["tensorflow-inter1"], timings["tensorflow-inter2"])
+replay = speedup_text([tf1.makespan_ms], [predicted.makespan_ms])
 print(
-    f"TensorFlow, medians of 15 runs: inter 1 {measured['tensorflow-inter1']:.1f} ms, inter 2 "
-    f"{measured['tensorflow-inter2']:.1f} ms"
+    f"TensorFlow, medians of 15 runs: inter 1 {median(timings['tensorflow-inter1']):.1f}"
+    f" ms, inter 2 {median(timings['tensorflow-inter2']):.1f} ms: inter 2 {measured}"
 )
-print(f"replay of the inter-1 trace with 2 threads: {predicted.makespan_ms:.1f} ms")
+print(f"replay of the inter-1 trace with 2 threads: {predicted.makespan_ms:.1f} ms, {replay}")
 pg.plot.compare(
     [tf1, predicted, tf2],
     labels=["TF inter 1 (traced)", "replayed with 2", "TF inter 2 (traced)"],
     branches=("net1", "net2"),
+    title=f"TensorFlow inter 2 against inter 1, 15 runs each: {measured}\n"
+    f"the replay against the traced inter-1 run: {replay}",
 )
 
 # %% [markdown]
