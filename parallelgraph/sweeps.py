@@ -339,12 +339,12 @@ class SweepResult:
 
     # -- pictures -------------------------------------------------------------------------------
     def heatmap(self, x: str = "inter", y: str = "intra", **fixed: Any) -> Any:
-        from .sweep_plots import heatmap
+        from .plot.sweeps import heatmap
 
         return heatmap(self, x, y, **fixed)
 
     def speedup_curve(self, x: str, hue: str | None = None, **fixed: Any) -> Any:
-        from .sweep_plots import speedup_curve
+        from .plot.sweeps import speedup_curve
 
         return speedup_curve(self, x, hue, **fixed)
 

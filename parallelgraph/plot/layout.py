@@ -163,7 +163,7 @@ def _legend_width(figure: Any, axes: list[Any], renderer: Any) -> float:
     pad = renderer.points_to_pixels(PAD_PT)
     # A figure legend sits at the edge, inset by its border pad: keep a gap to the axes.
     widths = [legend.get_window_extent(renderer).width + pad for legend in figure.legends]
-    for ax in axes:  # anchored just right of the axes (see plot._draw_legend)
+    for ax in axes:  # anchored just right of the axes (see gantt._draw_legend)
         legend = ax.get_legend()
         if legend is not None:
             widths.append(legend.get_window_extent(renderer).width + 0.01 * figure.bbox.width)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .plot import _new_figure
-from .stats import TOO_FEW
+from ..stats import TOO_FEW
+from .figures import new_figure
 
 if TYPE_CHECKING:
-    from .sweeps import SweepResult, SweepRow
+    from ..sweeps import SweepResult, SweepRow
 
 
 def _select(result: SweepResult, free: tuple[str, ...], fixed: dict[str, Any]) -> list[SweepRow]:
@@ -37,7 +37,7 @@ def heatmap(result: SweepResult, x: str, y: str, title: str | None = None, **fix
 
     grid = np.full((len(ys), len(xs)), np.nan)
     width = max(4.5, 2.0 + 1.6 * len(xs))
-    figure = _new_figure(len(ys) + 2, width=width, layout="constrained")
+    figure = new_figure(len(ys) + 2, width=width, layout="constrained")
     ax = figure.add_subplot()
     for row in rows:
         i, j = ys.index(row.params[y]), xs.index(row.params[x])
@@ -95,7 +95,7 @@ def _wrap(text: str, width_inches: float, fontsize: float) -> str:
 def speedup_curve(result: SweepResult, x: str, hue: str | None = None, **fixed: Any) -> Any:
     """Speed-up against `x` (threads, streams), one line per `hue` value, CI as a band."""
     rows = _select(result, (x,) + ((hue,) if hue else ()), fixed)
-    figure = _new_figure(4, layout="constrained")
+    figure = new_figure(4, layout="constrained")
     ax = figure.add_subplot()
     groups = sorted({row.params.get(hue) for row in rows}, key=str) if hue else [None]
     for group in groups:
