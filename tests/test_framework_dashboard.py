@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -35,10 +36,8 @@ def test_a_run_times_traces_draws_and_explains_the_setting_on_screen():
         dash.controls["intra"].value = 1
         dash.run()
         dash.wait(120)
-        assert (
-            "against the pin (intra=2" in dash.status.value
-            or "against the pin (inter=1, intra=2" in dash.status.value
-        )
+        assert "against the pin (inter=1, intra=2, mode=sequential, batch=16)" in dash.status.value
+        assert re.search(r"×\d\.\d\d \(95% CI \d\.\d\d-\d\.\d\d, ", dash.status.value)
         assert len(dash.workers.pids()) == 2  # both settings kept warm
     finally:
         dash.close()

@@ -201,8 +201,9 @@ def test_compare_one_axes_per_trace_with_speedup():
     axes = figure.axes
     assert len(axes) == 2
     assert axes[0].get_title(loc="left") == "inter-op 1: makespan 8.32 ms"
-    assert "×2.00 vs inter-op 1" in axes[1].get_title(loc="left")
+    assert "×2.00 (one run: not a conclusion) vs inter-op 1" in axes[1].get_title(loc="left")
     assert "inter-op 2 ×2.00" in figure.get_suptitle()
+    assert "one run each: not a conclusion" in figure.get_suptitle()
     assert axes[0].get_xlim() == axes[1].get_xlim()  # one shared time axis
     legend = [t.get_text() for t in figure.legends[0].get_texts()]
     assert legend[:3] == ["net1", "net2", "<root>"]

@@ -139,25 +139,16 @@ class Measured:
         if not self.times_ms:
             return "no step measured"
         low, high = stats.bootstrap_median_ci(self.times_ms, np.random.default_rng(0))
-        spread = (
-            "one run: not a conclusion" if math.isnan(low) else f"95% CI {low:.3f}-{high:.3f} ms"
-        )
+        spread = stats.ONE_RUN if math.isnan(low) else f"95% CI {low:.3f}-{high:.3f} ms"
         return (
             f"median {stats.median(self.times_ms):.3f} ms of {len(self.times_ms)} steps ({spread})"
         )
 
     def speedup_text(self, pin: Measured) -> str:
+        """Against the pinned run, by the one rule every screen uses (`stats.speedup_text`)."""
         if not self.times_ms or not pin.times_ms:
             return ""
-        ratio, low, high = stats.bootstrap_ratio_ci(
-            pin.times_ms, self.times_ms, np.random.default_rng(0)
-        )
-        if math.isnan(low):
-            return f"x{ratio:.2f} against the pin ({pin.label}; one run: not a conclusion)"
-        return (
-            f"x{ratio:.2f} against the pin ({pin.label}; 95% CI {low:.2f}-{high:.2f}: "
-            f"{stats.verdict(low, high)})"
-        )
+        return f"{stats.speedup_text(pin.times_ms, self.times_ms)} against the pin ({pin.label})"
 
 
 class FrameworkDashboard:

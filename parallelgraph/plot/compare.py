@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..stats import speedup_text
 from ..trace import WORK, Trace
 
 if TYPE_CHECKING:
@@ -80,10 +81,11 @@ def _flatten_traces(traces: tuple[Trace | Sequence[Trace], ...]) -> list[Trace]:
 
 
 def _speedup(runs: list[Trace], names: list[str], index: int) -> str:
-    if index == 0:
+    """A panel heading's speed-up, by the one rule (`stats.speedup_text`): each panel is one
+    run, so it says "one run: not a conclusion" beside the ratio."""
+    if index == 0 or not runs[index].makespan_ms:
         return ""
-    base, this = runs[0].makespan_ms, runs[index].makespan_ms
-    return f"  (×{base / this:.2f} vs {names[0]})" if this else ""
+    return f"  ({speedup_text([runs[0].makespan_ms], [runs[index].makespan_ms])} vs {names[0]})"
 
 
 def _speedup_summary(runs: list[Trace], names: list[str]) -> str:
@@ -94,4 +96,4 @@ def _speedup_summary(runs: list[Trace], names: list[str]) -> str:
         f"{name} ×{base / trace.makespan_ms:.2f}" if trace.makespan_ms else f"{name} ×?"
         for trace, name in zip(runs[1:], names[1:])
     ]
-    return f"speed-up against {names[0]}: " + ", ".join(parts)
+    return f"speed-up against {names[0]} (one run each: not a conclusion): " + ", ".join(parts)
