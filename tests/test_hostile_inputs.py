@@ -79,7 +79,7 @@ def test_compare_command_with_a_zero_length_trace(tmp_path, capsys):
     for order in ([real, str(zero)], [str(zero), real]):
         assert main(["compare", *order, "--out", str(tmp_path / "c.png")]) == 0
         out = capsys.readouterr().out
-        assert "makespan 0.00 ms (-)" in out
+        assert "zero: makespan 0.00 ms (" in out and "no speed-up: a median of 0 ms" in out
     assert pg.plot.compare([pg.Trace.load(zero), pg.Trace.load(real)]) is not None
 
 
