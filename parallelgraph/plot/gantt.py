@@ -29,9 +29,10 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 from .colors import MAX_LEGEND_SCOPES, OTHER_COLOR, UNKNOWN_COLOR, scope_colors
-from .figures import new_figure, rows_inches
+from .figures import new_figure, rows_inches, show_once
 from .highlight import FADE_KEEP, FADED_INK, highlight_of, highlight_patterns
 from .memory_panel import MEMORY_INCHES, draw_memory, memory_axes
+from .zoom import add_zoom
 
 LABEL_UPPER = (OP_TOP + SHARD_TOP) / 2  # label of an op whose shards nest under it
 
@@ -221,6 +222,8 @@ def gantt(
     ax.parallelgraph_bars = bars  # what add_hover and the toolbar read
     ax.format_coord = bars.format_coord
     add_hover(ax)
+    add_zoom(ax)
+    show_once(ax.figure)
     return ax.figure
 
 
