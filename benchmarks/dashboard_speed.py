@@ -1,6 +1,7 @@
 """How responsive the dashboard is: redraw after a knob or parameter change, pan/zoom, first run.
 
     python benchmarks/dashboard_speed.py [--changes N] [--zooms N] [--kernels N] [--cold]
+                                         [--long-runs N]
 
 1. **Redraw after a change** (targets: a knob <= 0.5 s, a parameter <= 1 s). A dashboard on a
    user's own build function (the seed's two networks, batch 64, hidden 256, 5 repeats) runs
@@ -26,6 +27,16 @@
    dashboard, `dash.run(); dash.wait()`. Reported: the cell's wall time measured inside the
    kernel, the same seen from the client, and the kernel start before it. The Numba cache is
    warmed first by one untimed kernel. `--cold` adds the same with an empty Numba cache.
+
+4. **The live timeline** (the dashboard's default): (a) the redraw after a change of the
+   inter-op slider (png) with it on and off, interleaved, `--changes` each (target <= 0.5 s
+   on, and no slower than off); (b) a long run — a chain of 200 matmul+tanh layers, 39 or 40
+   repeats of about 100 ms, in a session already warm — `--long-runs` times with it on and
+   off, interleaved: what the user waits (the change to the end of `wait()`, the final drawing
+   included), the run's own wall time (`Result.seconds`), its median makespan (what the run
+   reports), how many live drawings it made and the share of the run's wall time they took.
+   `--live-share` sets `dashboard_viewer.LIVE_SHARE` (the most of a run's wall time live
+   drawings may take).
 
 Medians, with the 90th percentile and maximum, since what a user feels is the slow tail.
 """
@@ -75,12 +86,28 @@ def seed_graph(batch: int = 64, hidden: int = 256) -> object:
     return pg.add(*results)
 
 
-def make_dashboard(timeline: str) -> object:
+def make_dashboard(timeline: str, live: bool = True) -> object:
     import parallelgraph as pg
 
     return pg.dashboard(
-        seed_graph, batch=[32, 64, 128], hidden=[128, 256, 512], repeats=5, timeline=timeline
+        seed_graph,
+        batch=[32, 64, 128],
+        hidden=[128, 256, 512],
+        repeats=5,
+        timeline=timeline,
+        live=live,
     )
+
+
+def long_chain(width: int = 256, layers: int = 200) -> object:
+    """Repeats of about 100 ms on 2 cores: 40 of them are a run of about 4 s."""
+    import parallelgraph as pg
+
+    x = pg.random_normal((width, width), seed=0)
+    for index in range(layers):
+        with pg.scope(f"layer{index % 4}"):
+            x = pg.tanh(pg.matmul(x, pg.variable((width, width), name="w")))
+    return x
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -116,7 +143,7 @@ def redraw_times(changes: int, timeline: str) -> list[list[str]]:
                 control.value = value  # what a slider release does in a kernel
                 result = dash.wait(timeout=120)
                 if timeline == "interactive":
-                    dash.timeline.children[0].draw()  # what the front end asks for next
+                    dash._canvas.draw()  # what the front end asks for next
                 total.append(time.perf_counter() - start)
                 assert result is not None and dash.ending == "done", dash.status
                 changed = result.params if name in result.params else vars(result.knobs)
@@ -139,7 +166,7 @@ def zoom_times(zooms: int) -> list[list[str]]:
         dash.pin()
         dash.controls["inter_op_threads"].value = 1
         dash.wait(timeout=120)
-        canvas = dash.timeline.children[0]
+        canvas = dash._canvas  # the ipympl canvas in the timeline's Output
         figure = canvas.figure
         ax = figure.axes[-1]
         low, high = ax.get_xlim()
@@ -162,7 +189,81 @@ def zoom_times(zooms: int) -> list[list[str]]:
         dash.close()
 
 
-# -- 2. first run in a fresh kernel ---------------------------------------------------------
+# -- 4. the live timeline -------------------------------------------------------------------
+def live_knob_rows(changes: int) -> list[list[str]]:
+    """The inter-op slider's redraw with the live timeline on and off, interleaved (png)."""
+    dashes = {live: make_dashboard("png", live=live) for live in (True, False)}
+    try:
+        for dash in dashes.values():
+            dash.run()
+            dash.wait(timeout=120)
+        times: dict[bool, list[float]] = {True: [], False: []}
+        for index in range(changes):
+            for live, dash in dashes.items():
+                start = time.perf_counter()
+                dash.controls["inter_op_threads"].value = (2, 1)[index % 2]
+                dash.wait(timeout=120)
+                times[live].append(time.perf_counter() - start)
+                assert dash.ending == "done", dash.status
+        return [
+            stats_row(f"inter-op slider, png, live timeline {'on' if live else 'off'}", times[live])
+            for live in (True, False)
+        ]
+    finally:
+        for dash in dashes.values():
+            dash.close()
+
+
+def live_run_rows(runs: int) -> list[list[str]]:
+    """A long run with the live timeline on and off, interleaved: what the user waits (from
+    the change to the end of `wait()`, the final drawing included), the run's own wall time,
+    the median makespan and the live drawings made."""
+    import parallelgraph as pg
+
+    dashes = {
+        live: pg.dashboard(long_chain, repeats=40, inter_op_threads=1, timeline="png", live=live)
+        for live in (True, False)
+    }
+    cases = {
+        live: {"waited": [], "run": [], "median": [], "drawings": [], "drawing": []}
+        for live in dashes
+    }
+    try:
+        for dash in dashes.values():  # graph, session, warm-up: then only repeats are timed
+            dash.run()
+            dash.wait(timeout=300)
+        for index in range(runs):
+            for live, dash in dashes.items():
+                start = time.perf_counter()
+                dash.controls["repeats"].value = (39, 40)[index % 2]  # a rerun, same session
+                result = dash.wait(timeout=300)
+                waited = time.perf_counter() - start
+                assert result is not None and dash.ending == "done", dash.status
+                case = cases[live]
+                case["waited"].append(waited)
+                case["run"].append(result.seconds)
+                case["median"].append(result.median_ms)
+                case["drawings"].append(dash._pacer.drawings)  # the run's live drawings
+                case["drawing"].append(dash._pacer.spent_s / result.seconds)
+    finally:
+        for dash in dashes.values():
+            dash.close()
+    return [
+        [
+            f"live timeline {'on' if live else 'off'}",
+            str(runs),
+            f"{statistics.median(case['waited']):.3f}",
+            f"{min(case['waited']):.3f}-{max(case['waited']):.3f}",
+            f"{statistics.median(case['run']):.3f}",
+            f"{statistics.median(case['median']):.2f}",
+            f"{statistics.median(case['drawings']):g}",
+            f"{100 * statistics.median(case['drawing']):.1f}%",
+        ]
+        for live, case in cases.items()
+    ]
+
+
+# -- 3. first run in a fresh kernel ---------------------------------------------------------
 def first_run(env: dict[str, str]) -> dict[str, float]:
     """Start a kernel, run FIRST_RUN_CELL, shut the kernel down; times in seconds."""
     from jupyter_client.manager import start_new_kernel
@@ -220,7 +321,13 @@ def main() -> None:
     parser.add_argument("--zooms", type=int, default=20, help="pan/zoom redraws to time")
     parser.add_argument("--kernels", type=int, default=3, help="fresh kernels to time")
     parser.add_argument("--cold", action="store_true", help="also time an empty Numba cache")
+    parser.add_argument("--long-runs", type=int, default=5, help="long runs, live on and off")
+    parser.add_argument("--live-share", type=float, help="dashboard_viewer.LIVE_SHARE to use")
     args = parser.parse_args()
+    if args.live_share is not None:
+        from parallelgraph import dashboard_viewer
+
+        dashboard_viewer.LIVE_SHARE = args.live_share
 
     print("## Redraw after a change (seed graph 64x256, 5 repeats); seconds\n")
     header = ["change, timeline", "n", "median", "p90", "max", "of which run (median)"]
@@ -228,6 +335,13 @@ def main() -> None:
     print(table(header, rows))
     print("\n## Pan/zoom redraw on the ipympl canvas (Agg draw + PNG diff); seconds\n")
     print(table(["case", "n", "median", "p90", "max"], zoom_times(args.zooms)))
+    if args.long_runs:
+        print("\n## The live timeline: a knob's redraw, on and off (interleaved); seconds\n")
+        print(table(["change", "n", "median", "p90", "max"], live_knob_rows(args.changes)))
+        print("\n## A long run (200 layers, 39-40 repeats), live timeline on and off\n")
+        header = ["case", "runs", "waited s", "waited range", "run s", "makespan ms", "drawings"]
+        header.append("drawing share of run")
+        print(table(header, live_run_rows(args.long_runs)))
     if args.kernels:
         print("\n## First run in a fresh kernel: import, dashboard, run and wait; seconds\n")
         header = ["case", "kernels", "cell median", "cell max", "seen by client", "kernel start"]

@@ -80,6 +80,16 @@ themselves only after the first run and while "rerun on change" is ticked; a cha
 the settings equal to the last run's does not rerun. Progress updates at most four times a
 second (each makes the browser redraw, which competes with the measurement on 2 cores).
 
+The viewer (`parallelgraph.dashboard_viewer` has the rules): a **search** box highlights the ops
+whose names match its fnmatch patterns (comma-separated) in the timeline and says how many
+matched, redrawing without rerunning; a **top-ops** table (`trace.top_ops()`, first 10 rows) of
+the run drawn; **Save trace** writes the run drawn with its memory track to a file in the
+current directory, named after the settings and the time, for Perfetto or chrome://tracing; a
+**live timeline** redraws the latest repeat of a long run between repeats ("running: repeat k
+of n"), paced so that drawing takes a small share of the run (`LivePacer`); and each run is
+measured under a `LoadMonitor`, whose `busy_note` the message line gives, and the status
+mentions, when other processes took the cores the run needed.
+
 Thread safety. Handlers run on the kernel's main thread; a run's work and its widget updates run
 in the run's thread, one run at a time (a `threading.Lock` guards the busy/pending state).
 `stop()` may be called from any thread. Drive the other methods from one thread.
@@ -99,11 +109,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
+from . import dashboard_viewer as viewer
 from . import stats
 from .config import EXECUTORS, STREAM_POLICIES, Config
 from .dtypes import FLOAT_DTYPES
 from .graph import Graph, Tensor
-from .measure import Measurement, Progress, StopSignal, measure_interleaved
+from .machine_load import LoadMonitor, MachineLoad, busy_note
+from .measure import Measurement, Planned, Progress, StopSignal, run_schedule
 from .presets import PRESETS, Preset, build_preset
 from .session import Session
 from .trace import Trace
@@ -347,6 +359,13 @@ class Result:
     measurement: Measurement
     seconds: float = 0.0  # wall time of the whole run, rebuilds and warm-up included
     rebuilt: str = ""  # "graph", "session" or "" (same session as the previous run)
+    load: MachineLoad | None = None  # what else used the CPUs during warm-up and repeats
+
+    def busy_note(self) -> str | None:
+        """`machine_load.busy_note` of this run: a sentence when other processes took cores
+        the run needed (or a hypervisor its CPU time), None on a quiet machine, over a period
+        too short to tell, or without procfs."""
+        return busy_note(self.load, viewer.threads_used(self.knobs))
 
     @property
     def params(self) -> dict[str, Any]:
@@ -427,6 +446,9 @@ class Runner:
 
     def __init__(self, warmup: bool = True) -> None:
         self.warmup = warmup
+        #: Told (trace, repeat, repeats, wall_ms) after each traced repeat, outside its timing,
+        #: in the caller's thread (the dashboard's live timeline).
+        self.on_repeat: Callable[[Trace, int, int, float], None] | None = None
         self.built: Built | None = None
         self.session: Session | None = None
         self._graph_key: tuple[Any, ...] | None = None
@@ -461,26 +483,44 @@ class Runner:
         progress: Progress | None = None,
         stop: StopSignal | None = None,
     ) -> Result:
-        """Rebuild what changed, warm a new session up once, then run `repeats` times traced.
+        """Rebuild what changed, warm a new session up once, then run `repeats` times traced,
+        under a `LoadMonitor` (warm-up and repeats: what else used the CPUs meanwhile).
 
-        A stop or an interrupt ends the measurement early (`Result.ending`); the runs measured
-        so far are kept. Errors propagate.
+        The loop is `measure.run_schedule`, the one measured-run loop (`measure_interleaved`'s,
+        for one session): `progress` and `on_repeat` are told after each run, outside its
+        timing. A stop or an interrupt ends the measurement early (`Result.ending`); the runs
+        measured so far are kept. Errors propagate.
         """
         start = time.perf_counter()
         rebuilt = self.prepare(settings)
-        assert self.session is not None and self.built is not None
+        session, built = self.session, self.built
+        assert session is not None and built is not None
+        repeats = settings.knobs.repeats
         warmup = 1 if self.warmup and not self._warm else 0
-        measured = measure_interleaved(
-            {"": self.session},
-            self.built.fetch,
-            settings.knobs.repeats,
-            warmup,
-            progress=progress,
-            stop=stop,
-            keep_interrupted=True,
-        )[""]
+        schedule = [Planned("", session, built.fetch, traced=False)] * warmup
+        schedule += [Planned("", session, built.fetch)] * repeats
+        traces: list[Trace] = []
+        walls: list[float] = []
+        warm: list[float] = []
+        on_repeat = self.on_repeat
+
+        def keep(planned: Planned, trace: Trace | None, wall_ms: float) -> None:
+            if trace is None:
+                warm.append(wall_ms)
+            else:
+                traces.append(trace)
+                walls.append(wall_ms)
+            if progress is not None:
+                progress(len(warm) + len(traces), len(schedule))
+            if trace is not None and on_repeat is not None:
+                on_repeat(trace, len(traces), repeats, wall_ms)
+
+        with LoadMonitor(own_pids=lambda: viewer.worker_pids(session)) as monitor:
+            ending = run_schedule(schedule, keep, stop, keep_interrupted=True)
+        measured = Measurement(tuple(traces), tuple(walls), tuple(warm), ending)
         self._warm = self._warm or bool(measured.warmup_ms or measured.traces)
-        return Result(settings, self.built, measured, time.perf_counter() - start, rebuilt)
+        seconds = time.perf_counter() - start
+        return Result(settings, built, measured, seconds, rebuilt, monitor.load)
 
     def _close_session(self) -> None:
         if self.session is not None:
@@ -518,9 +558,10 @@ def comparable(result: Result, pinned: Sequence[Result]) -> list[Result]:
     return [pin for pin in pinned if pin.settings.same_graph(result.settings) and pin.runs]
 
 
-def figure_for(result: Result, pinned: Sequence[Result] = ()) -> Any:
+def figure_for(result: Result, pinned: Sequence[Result] = (), highlight: Sequence[str] = ()) -> Any:
     """The Gantt of the run drawn (`Result.trace`); with pins of the same graph, all on one time
-    axis (pins first, oldest on top).
+    axis (pins first, oldest on top). `highlight`: op-name patterns (the search box's) drawn as
+    usual, the other ops faded, each panel's title ending with how many matched.
 
     Every title names the run it draws and its makespan (and, for an even count, the median
     beside it); the speed-ups on top are those of the table (ratios of medians with their CIs,
@@ -529,11 +570,13 @@ def figure_for(result: Result, pinned: Sequence[Result] = ()) -> Any:
     """
     from .plot import compare, gantt
 
+    patterns = tuple(highlight) or None
     pins = comparable(result, pinned)
     if not pins:
-        figure = gantt(result.trace)
+        figure = gantt(result.trace, highlight=patterns)
         ax = figure.axes[0]
-        ax.set_title(f"{ax.get_title(loc='left')} ({drawn_words(result)})", loc="left")
+        head, note = _title_and_note(ax)
+        ax.set_title(f"{head} ({drawn_words(result)}){note}", loc="left")
         return figure
     runs = [*pins, result]
     labels = [f"pin {_pin_number(pinned, p)} ({p.knobs.label()})" for p in pins]
@@ -543,13 +586,26 @@ def figure_for(result: Result, pinned: Sequence[Result] = ()) -> Any:
         [r.trace for r in runs],
         labels=labels,
         title=f"current's speed-up (ratio of medians, as in the table):\n{speedups}",
+        highlight=patterns,
     )
     panels = [ax for ax in figure.axes if hasattr(ax, "parallelgraph_bars")]
     for ax, run, label in zip(panels, runs, labels):
+        note = _title_and_note(ax)[1]
         ax.set_title(
-            f"{label}: makespan {run.trace.makespan_ms:.2f} ms ({drawn_words(run)})", loc="left"
+            f"{label}: makespan {run.trace.makespan_ms:.2f} ms ({drawn_words(run)}){note}",
+            loc="left",
         )
     return figure
+
+
+def _title_and_note(ax: Any) -> tuple[str, str]:
+    """A timeline panel's title without the highlight's line, and that line ("\n..."; "" when
+    drawn without a highlight)."""
+    title = ax.get_title(loc="left")
+    found = getattr(ax, "parallelgraph_highlight", None)
+    if found is not None and title.endswith(found.note):
+        return title[: -len(found.note)].rstrip("\n"), f"\n{found.note}"
+    return title, ""
 
 
 def _pin_number(pinned: Sequence[Result], pin: Result) -> int:
@@ -836,17 +892,20 @@ def _widget_front_end() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
-class Dashboard:
+class Dashboard(viewer.ViewerControls):
     """Controls, Run / Stop / Pin buttons and an output area for one graph source.
 
     `Dashboard(build, **abbreviations_and_knobs)`, `Dashboard(graph, fetches, **knobs)`, or
     `Dashboard(**preset_values_and_knobs)` for the built-in graphs (see the module docstring).
     Options: `auto_run` (rerun when a control is released, after the first run; default True),
     `warmup` (warm a new session up before its first traced run; default True), `timeline`
-    ("auto", "png" or "interactive").
+    ("auto", "png" or "interactive"), `live` (the live timeline of a long run; default True, the
+    "live timeline" checkbox).
 
     Scripting: `controls[name]`, `run()`, `wait(timeout)`, `stop()`, `result` (`.trace`,
-    `.params`), `status` (the status line's text), `ending`, `pin()`, `clear_pins()`, `close()`.
+    `.params`), `status` (the status line's text), `ending`, `pin()`, `clear_pins()`, `close()`;
+    the viewer: `search` (its `.value`, the patterns), `search_words`, `top_ops`, `save_trace()`
+    (the Save trace button), `live`.
 
     >>> dash = Dashboard(preset="two-networks", batch=64, hidden=256)  # doctest: +SKIP
     >>> dash.run(); dash.wait(); dash.result.trace                     # doctest: +SKIP
@@ -861,6 +920,7 @@ class Dashboard:
         auto_run: bool = True,
         warmup: bool = True,
         timeline: str = "auto",
+        live: bool = True,
         **options: Any,
     ):
         import ipywidgets
@@ -891,10 +951,15 @@ class Dashboard:
         self._run_notes = ""  # the message line's text about the last run (pin adds to it)
         self._figure: Any = None
         self._canvas: Any = None  # the ipympl canvas, once there is an interactive figure
+        self._patterns: tuple[str, ...] = ()  # the search box's patterns (the timeline's)
+        self._draw_times: list[float] = []  # what the last drawings took (paces live ones)
+        self._pacer = viewer.LivePacer()
+        self._live_shown = False  # is the timeline a live drawing of the current run?
+        self.runner.on_repeat = self._on_repeat
         self.param_controls = params
         self.knob_controls = self._make_knob_controls(start_knobs)
         self.controls = _Controls({**self.param_controls, **self.knob_controls})
-        self._make_buttons(auto_run)
+        self._make_buttons(auto_run, live)
         self._make_output_area()
         self.widget = self._layout()
         self._watch_controls()
@@ -1023,7 +1088,7 @@ class Dashboard:
             control.add_class(f"pg-{name.replace('_', '-')}")
         return controls
 
-    def _make_buttons(self, auto_run: bool) -> None:
+    def _make_buttons(self, auto_run: bool, live: bool) -> None:
         w = self._widgets
         self.run_button = w.Button(description="Run", button_style="primary", icon="play")
         self.stop_button = w.Button(description="Stop", icon="stop", disabled=True)
@@ -1047,12 +1112,14 @@ class Dashboard:
         self.stop_button.on_click(lambda _button: self.stop())
         self.pin_button.on_click(lambda _button: self.pin())
         self.clear_button.on_click(lambda _button: self.clear_pins())
+        self._make_viewer_widgets(live)
 
     def _make_output_area(self) -> None:
         w = self._widgets
         self.message = w.HTML("")
         self.previous_note = w.HTML("")  # "Previous run, ...": what is shown is not the latest
         self._table_html = self._explain_html = ""  # unmarked (not greyed) contents
+        self._previous_html = ""  # the "Previous run, ..." note (a live drawing keeps it)
         self._previous_why: str | None = None  # why the output area is marked "previous run"
         self.gantt = w.Image(  # hidden until there is a picture (no broken-image icon)
             format="png", layout=w.Layout(max_width="100%", height="auto", display="none")
@@ -1075,9 +1142,11 @@ class Dashboard:
         self.output = w.VBox(
             [
                 self.message,
+                w.HBox([self.search, self.search_words], layout=w.Layout(align_items="center")),
                 self.previous_note,
                 self.timeline,
                 w.HBox([self.table, self.explanation], layout=w.Layout(flex_flow="row wrap")),
+                self.top_ops,
             ],
             layout=w.Layout(border="1px solid #ddd", padding="4px"),
         )
@@ -1098,9 +1167,12 @@ class Dashboard:
                     self.stop_button,
                     self.pin_button,
                     self.clear_button,
+                    self.save_button,
                     self.auto_run,
+                    self.live,
                     self.progress,
-                ]
+                ],
+                layout=w.Layout(flex_flow="row wrap", align_items="center"),
             ),
             self.status_line,
             self.output,
@@ -1298,6 +1370,7 @@ class Dashboard:
         self.message.value = self._run_notes = ""
         self._mark_previous("shown until this run ends")
         self._say(f"running {self.settings_text()} ...")
+        self._pacer, self._live_shown = viewer.LivePacer(history=self._draw_times), False
         try:
             settings = self.settings()
             self._planned = settings.knobs.repeats
@@ -1305,8 +1378,12 @@ class Dashboard:
             how = self._stop_reason if result.ending != "done" else "done"
             if how != result.ending:  # the loop was stopped because the kernel was interrupted
                 result = replace(result, measurement=replace(result.measurement, ending=how))
-            figure = figure_for(result, self.pinned) if result.runs else None
-            self._show(result, how, figure)
+            result.measurement.makespans_ms  # noqa: B018 - read each trace once, before timing
+            drawing = time.monotonic()
+            figure = figure_for(result, self.pinned, self._patterns) if result.runs else None
+            # what a drawing of one timeline takes paces the live ones (pins add panels)
+            built_s = time.monotonic() - drawing if not comparable(result, self.pinned) else None
+            self._show(result, how, figure, built_s)
         except BaseException as error:  # noqa: BLE001 - every failure goes to the output area
             self._show_error(error)
 
@@ -1355,13 +1432,14 @@ class Dashboard:
 
     def _mark_previous(self, why: str | None) -> None:
         """Mark the output area as the previous run's (`why`: until when, or what happened to
-        the newer run), greying its table and explanation; None unmarks it."""
+        the newer run), greying its tables and explanation; None unmarks it."""
         self._previous_why = why
         if why is None or self.result is None:
-            self.previous_note.value = ""
+            self.previous_note.value = self._previous_html = ""
             self.table.value, self.explanation.value = self._table_html, self._explain_html
+            self.top_ops.value = self._top_ops_html
             return
-        self.previous_note.value = (
+        self.previous_note.value = self._previous_html = (
             "<div class='pg-previous-run-note' style='color:#777'><i>"
             f"{html.escape(f'Previous run, {why}: {self.result.settings.label()}')}, "
             f"{html.escape(median_words(self.result))}.</i></div>"
@@ -1369,6 +1447,7 @@ class Dashboard:
         grey = "<div class='pg-previous-run' style='opacity:0.5'>{}</div>"
         self.table.value = grey.format(self._table_html)
         self.explanation.value = grey.format(self._explain_html)
+        self.top_ops.value = grey.format(self._top_ops_html)
 
     def _redraw(self) -> None:
         """Redraw the table and timeline of the current result (after the pins changed)."""
@@ -1377,7 +1456,7 @@ class Dashboard:
             return
         marked = self._previous_why  # a redraw keeps the mark of a failed or empty run
         try:
-            self._show_result(self.result, figure_for(self.result, self.pinned))
+            self._show_result(self.result, figure_for(self.result, self.pinned, self._patterns))
         except Exception as error:  # noqa: BLE001
             self._show_error(error)
             return
@@ -1389,6 +1468,7 @@ class Dashboard:
         self.stop_button.disabled = not busy
         self.stop_button.button_style = "warning" if busy else ""
         self.clear_button.disabled = busy or not self.pinned
+        self.save_button.disabled = busy or self.result is None
 
     def settings_text(self) -> str:
         try:
@@ -1413,7 +1493,7 @@ class Dashboard:
             + " ..."
         )
 
-    def _show(self, result: Result, how: str, figure: Any) -> None:
+    def _show(self, result: Result, how: str, figure: Any, built_s: float | None = None) -> None:
         """Show a finished run (done, stopped or interrupted) and say how it ended."""
         self.ending = how
         said = ending_text(result, how)
@@ -1424,10 +1504,13 @@ class Dashboard:
             self.progress.bar_style = "warning"
             self._say(f"{said}: {result.settings.label()}")
             return
-        self._show_result(result, figure)
+        self._show_result(result, figure, built_s)
         notes = list(result.notes())
         if how != "done":
             notes.insert(0, f"{said}: the table and timeline show the runs measured.")
+        busy = result.busy_note()
+        if busy is not None:
+            notes.append(f"Busy machine: {busy}.")
         self.message.value = self._run_notes = notes_html(notes)
         self.progress.value = self.progress.max
         self.progress.bar_style = "success" if how == "done" else "warning"
@@ -1449,41 +1532,57 @@ class Dashboard:
             if pins
             else ""
         )
+        busy = "; busy machine: timings not reliable (see below)" if result.busy_note() else ""
         return (
             f"{result.settings.label()}: {median_words(result)}{against}; {said}{warm}; "
-            f"{result.seconds:.2f} s{rebuilt}"
+            f"{result.seconds:.2f} s{rebuilt}{busy}"
         )
 
-    def _show_result(self, result: Result, figure: Any) -> None:
-        """Timeline, table and explanation of `result` (it becomes `self.result`)."""
+    def _show_result(self, result: Result, figure: Any, built_s: float | None = None) -> None:
+        """Timeline, table and explanation of `result` (it becomes `self.result`); `built_s`:
+        what making the figure took (kept, with the showing, to pace live drawings)."""
         self.result, self.error = result, None
-        self._show_figure(figure)
+        self._show_figure(figure, built_s)
+        self._live_shown = False
         self._table_html = summary_html(result, self.pinned)
         self._explain_html = explained_html(result)
+        self._top_ops_html = viewer.top_ops_html(result.trace, self._patterns)
         self._mark_previous(None)
         self.clear_button.disabled = not self.pinned or self._busy
 
-    def _show_figure(self, figure: Any) -> None:
+    def _show_figure(self, figure: Any, built_s: float | None = None) -> None:
         """The figure as PNG bytes in the Image widget, or (interactive) on a new ipympl canvas
         that replaces the previous one in an Output widget, whose output area disposes of the
         old view (a canvas swapped in a Box left its old view in the page; one canvas given
-        each new figure in turn froze in the browser, which waits for an image per request)."""
+        each new figure in turn froze in the browser, which waits for an image per request).
+
+        `built_s` (what making the figure took) is kept with the time showing it took among
+        the recent drawing times that pace the live timeline."""
+        started = time.monotonic()
         self._figure = figure
         _leave_pyplot(figure)
+        found = viewer.drawn_highlight(figure) if self._patterns else None
+        words = viewer.search_words(self._patterns, found)
+        self.search_words.value = viewer.search_html(words) if words else ""
         if not self.interactive:
             self.gantt.value = figure_png(figure)
             self.gantt.layout.display = None
-            return
-        figure.set_dpi(min(PNG_DPI, CANVAS_WIDTH_PX / figure.get_figwidth()))
-        old, self._canvas = self._canvas, _ipympl_canvas(figure)
-        if not self.timeline.children or self.timeline.children[0] is not self._canvas_area:
-            self.timeline.children = (self._canvas_area,)
-        self._canvas_area.outputs = (_widget_output(self._canvas),)
-        if old is not None:
-            _close_canvas(old)
+        else:
+            figure.set_dpi(min(PNG_DPI, CANVAS_WIDTH_PX / figure.get_figwidth()))
+            old, self._canvas = self._canvas, _ipympl_canvas(figure)
+            if not self.timeline.children or self.timeline.children[0] is not self._canvas_area:
+                self.timeline.children = (self._canvas_area,)
+            self._canvas_area.outputs = (_widget_output(self._canvas),)
+            if old is not None:
+                _close_canvas(old)
+        if built_s is not None:
+            viewer.keep_drawing_time(self._draw_times, built_s + time.monotonic() - started)
 
     def _show_error(self, error: BaseException) -> None:
         self.ending, self.error = "failed", error
+        if self._live_shown:  # the timeline is a live drawing of the run that failed
+            self._live_shown = False
+            self._restore_timeline()
         self.message.value = self._run_notes = error_html(error)
         self._mark_previous("kept: the last run failed")
         self.progress.bar_style = "danger"

@@ -755,3 +755,40 @@ def test_stopping_leaves_no_pending_exception_behind():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("ok")
+
+
+# -- the live timeline and how runs end ----------------------------------------------------
+def test_stop_after_live_drawings_ends_within_a_second_and_draws_the_median_of_what_was_kept(
+    monkeypatch,
+):
+    """The live timeline draws between repeats (here twice a second: LIVE_SHARE raised); Stop
+    pressed right after a live drawing still ends the run within a second, and the timeline
+    then is the kept runs' median, not the live drawing."""
+    from parallelgraph import dashboard_viewer
+
+    monkeypatch.setattr(dashboard_viewer, "LIVE_SHARE", 1.0)
+    dash = pg.dashboard(slow_chain, repeats=50, inter_op_threads=1)
+    lives: list[tuple[int, int]] = []
+    try:
+        dash.gantt.observe(
+            lambda _change: lives.append(getattr(dash._figure, "parallelgraph_live", None)),
+            names="value",
+        )
+        ends = time_run_ends(dash)
+        dash.run()
+        deadline = time.monotonic() + 60
+        while not any(lives) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert any(lives), f"no live drawing in 60 s: {dash.status}"
+        pressed = time.perf_counter()
+        dash.stop_button.click()
+        dash.wait(timeout=10)
+        assert ends[-1] - pressed < 1.0
+        assert_idle_and_said(dash, "stopped", "stopped (Stop) after")
+        assert lives[-1] is None  # the final drawing
+        title = dash._figure.axes[0].get_title(loc="left")
+        assert "running:" not in title and widgets.drawn_words(dash.result) in title
+        assert dash.result.runs >= max(k for k, _ in filter(None, lives))
+        assert "Timeline: running" not in dash.previous_note.value
+    finally:
+        dash.close()
