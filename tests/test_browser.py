@@ -92,7 +92,8 @@ WIDGET_CELLS = [
 #: pixels from its top-left corner, and what the timeline shows. It never draws (a draw here
 #: would send the front end an image it did not ask for, and ipympl's diff frames then race;
 #: matplotlib's draw_without_rendering clears the canvas' buffer): the legend's place is read
-#: from the last draw, and only once the figure is not stale (drawn at its current size).
+#: from the last draw, and only once the figure is not stale (drawn at its current size); so
+#: are the places of the axes and bars on screen to be trusted only then.
 PROBE = """
 import json as _json
 import matplotlib.pyplot as _plt
@@ -611,7 +612,7 @@ def test_a_widget_timeline_fits_its_cell_zooms_and_hovers(lab, tmp_path, record_
             assert state["canvas"]["width"] == pytest.approx(wide, abs=2)
 
             # The wheel over a bar: the time axis zooms around the pointer, the page stays.
-            before = probe(client)
+            before = probe_until(client, lambda shown: not shown["stale"], "no redraw")
             canvas = state["canvas"]
             x, y = round(canvas["x"] + before["bar"][0]), round(canvas["y"] + before["bar"][1])
             left, right = before["axes"][0], before["axes"][2]
@@ -649,9 +650,11 @@ def test_a_widget_timeline_fits_its_cell_zooms_and_hovers(lab, tmp_path, record_
             assert out_hi - out_lo == pytest.approx((new_hi - new_lo) * zoom.KEY_FACTOR)
             page.keyboard.press("ArrowRight")
             shift = (out_hi - out_lo) * zoom.PAN_FRACTION
-            panned = probe_until(
+            panned = probe_until(  # and drawn so: where the bars are on screen
                 client,
-                lambda shown: shown["xlim"][0] == pytest.approx(out_lo + shift),
+                lambda shown: (
+                    shown["xlim"][0] == pytest.approx(out_lo + shift) and not shown["stale"]
+                ),
                 "the right arrow did not pan",
             )
 
