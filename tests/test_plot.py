@@ -595,3 +595,38 @@ def test_zooming_one_panel_zooms_the_shared_time_axis():
     assert timeline.get_xlim()[1] - timeline.get_xlim()[0] == pytest.approx(
         (before[1] - before[0]) / 1.25
     )
+
+
+def test_a_tooltip_shows_over_the_next_panel_and_stays_inside_the_figure():
+    """Hovering the lowest bar of a pinned (upper) panel: the tooltip reaching into the panel
+    below was covered by it; one near the right edge ran off the canvas."""
+    import numpy as np
+    from matplotlib.backend_bases import MouseEvent
+
+    trace = two_networks()
+    figure = compare(trace, trace)
+    figure.canvas.draw()
+    top, bottom = figure.axes[:2]
+    bars = top.parallelgraph_bars
+    last = max(range(len(bars.events)), key=lambda i: (bars.y[i], bars.right[i]))
+
+    def hover_at(ax, x, y):
+        px, py = ax.transData.transform((x, y))
+        event = MouseEvent("motion_notify_event", figure.canvas, px, py)
+        figure.canvas.callbacks.process("motion_notify_event", event)
+        figure.canvas.draw()
+        return ax.parallelgraph_tooltip
+
+    tooltip = hover_at(top, (bars.left[last] + bars.right[last]) / 2, bars.y[last])
+    box = tooltip.get_bbox_patch().get_window_extent()
+    assert box.y0 < bottom.get_window_extent().y1  # it does reach into the lower panel
+    pixels = np.asarray(figure.canvas.buffer_rgba())
+    x, y = int((box.x0 + box.x1) / 2), int(pixels.shape[0] - box.y0 - 4)
+    assert tuple(pixels[y, x, :3]) == pytest.approx((255, 255, 240), abs=6)  # the tooltip's face
+    assert figure.bbox.contains(box.x1, box.y0)
+    tooltip = hover_at(top, bars.right[last] - 0.01, bars.y[last])  # at the right edge
+    box = tooltip.get_bbox_patch().get_window_extent()
+    assert figure.bbox.x0 <= box.x0 and box.x1 <= figure.bbox.x1
+    zorder = top.get_zorder()
+    hover_at(top, bars.right[last] + 50, bars.y[last])  # off the bars: hidden, order restored
+    assert not tooltip.get_visible() and zorder > bottom.get_zorder() == top.get_zorder()

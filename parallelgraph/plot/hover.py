@@ -7,6 +7,12 @@ the lane and the op under the mouse), and calls `add_hover`, which connects one
 `%matplotlib widget`, Qt, Tk) moving the mouse over a bar shows its tooltip — name, scope, lane,
 start, duration, shapes, GFLOP/s — and moving off hides it; on a static canvas (Agg, PNG) the
 handler never fires and costs nothing. The lookup is a few numpy comparisons over the drawn bars.
+
+Where the tooltip goes: below and right of the pointer, flipped left or up when it would leave
+the figure (measured with the canvas' renderer), and its axes drawn above the figure's other
+axes while it shows: in `compare` (and the dashboard's pins above the current run) the next
+panel is drawn after this one and would cover a tooltip that reaches into it; the axes' own
+z-order comes back when the tooltip hides. The wheel and keys that zoom are in `zoom`.
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ from .layout import OP_BOTTOM, OP_TOP, SHARD_BOTTOM, SHARD_TOP, x_pixels_per_uni
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+OFFSET_PT = 12.0  # the tooltip's corner from the pointer, points
 
 
 @dataclass
@@ -116,7 +125,8 @@ def add_hover(ax: Axes) -> Any:
     if old is not None:
         return old
     tooltip = ax.annotate(
-        "", xy=(0, 0), xytext=(12, -12), textcoords="offset points", fontsize=8, va="top",
+        "", xy=(0, 0), xytext=(OFFSET_PT, -OFFSET_PT), textcoords="offset points", fontsize=8,
+        va="top",
         bbox={"boxstyle": "round,pad=0.4", "fc": "#fffff0", "ec": "#888888", "alpha": 0.95},
         zorder=20, annotation_clip=False, visible=False,
     )  # fmt: skip
@@ -130,13 +140,46 @@ def add_hover(ax: Axes) -> Any:
         if event is None:
             if tooltip.get_visible():
                 tooltip.set_visible(False)
+                _back_in_place(ax)
                 ax.figure.canvas.draw_idle()
             return
         tooltip.xy = (mouse.xdata, mouse.ydata)
         tooltip.set_text(tooltip_text(event, ax.parallelgraph_bars.window.origin))
         tooltip.set_visible(True)
+        _to_front(ax)
+        _keep_inside(tooltip, ax.figure)
         ax.figure.canvas.draw_idle()
 
     ax.figure.canvas.mpl_connect("motion_notify_event", on_move)
     ax.parallelgraph_tooltip = tooltip
     return tooltip
+
+
+def _keep_inside(tooltip: Any, figure: Figure) -> None:
+    """Put the tooltip below right of the pointer, or left / above where it would leave the
+    figure there."""
+    tooltip.xyann = (OFFSET_PT, -OFFSET_PT)
+    tooltip.set_horizontalalignment("left")
+    tooltip.set_verticalalignment("top")
+    box = tooltip.get_window_extent(figure._get_renderer())  # as matplotlib's layouts do
+    pad = figure.dpi / 72 * 8 * 0.4  # the bbox's pad (0.4 of the 8 pt font) is not counted
+    right, low = box.x1 + pad > figure.bbox.x1, box.y0 - pad < figure.bbox.y0
+    if right or low:
+        tooltip.xyann = (-OFFSET_PT if right else OFFSET_PT, OFFSET_PT if low else -OFFSET_PT)
+        tooltip.set_horizontalalignment("right" if right else "left")
+        tooltip.set_verticalalignment("bottom" if low else "top")
+
+
+def _to_front(ax: Axes) -> None:
+    """Draw `ax` after the figure's other axes (its z-order kept, to restore)."""
+    others = [a.get_zorder() for a in ax.figure.axes if a is not ax]
+    if others and ax.get_zorder() <= max(others):
+        if not hasattr(ax, "parallelgraph_zorder"):
+            ax.parallelgraph_zorder = ax.get_zorder()
+        ax.set_zorder(max(others) + 1)
+
+
+def _back_in_place(ax: Axes) -> None:
+    if hasattr(ax, "parallelgraph_zorder"):
+        ax.set_zorder(ax.parallelgraph_zorder)
+        del ax.parallelgraph_zorder
