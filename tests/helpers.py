@@ -1,6 +1,13 @@
-"""Helpers shared by the tests: the seed graph at small sizes and a fault-injection op."""
+"""Helpers shared by the tests: the seed graph at small sizes, a fault-injection op, and a
+busy neighbour process."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -92,3 +99,18 @@ def assert_load_refused_in_one_line(path, message: str) -> None:
     line = str(caught.value)
     assert line.startswith(f"{path}: ") and "\n" not in line, line
     assert re.search(message, line), line
+
+
+BUSY_LOOP = [sys.executable, "-c", "while True: pass"]
+
+
+@contextmanager
+def neighbour() -> Iterator[subprocess.Popen]:
+    """A process that keeps one core busy until the block ends (killed and waited for then)."""
+    process = subprocess.Popen(BUSY_LOOP)
+    try:
+        time.sleep(0.15)  # past the interpreter's start-up, into the loop
+        yield process
+    finally:
+        process.kill()
+        process.wait()

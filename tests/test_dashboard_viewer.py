@@ -12,16 +12,14 @@ import itertools
 import json
 import os
 import re
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
 
 pytest.importorskip("ipywidgets")
+
+from helpers import neighbour
 
 import parallelgraph as pg
 from parallelgraph import dashboard_viewer as viewer
@@ -32,7 +30,6 @@ from parallelgraph.ops.builder import build
 from parallelgraph.ops.registry import REGISTRY, OpDef, register
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-BUSY_LOOP = [sys.executable, "-c", "while True: pass"]
 
 
 def three_branches(batch: int = 8, width: int = 16, branches: int = 3):
@@ -279,18 +276,6 @@ def test_trace_file_names_give_the_settings_and_a_gpu_run_its_streams():
 needs_proc = pytest.mark.skipif(
     not os.path.exists("/proc/stat"), reason="LoadMonitor reads Linux's /proc"
 )
-
-
-@contextmanager
-def neighbour() -> Iterator[subprocess.Popen]:
-    """A process that keeps one core busy until the block ends (killed and waited for then)."""
-    process = subprocess.Popen(BUSY_LOOP)
-    try:
-        time.sleep(0.15)  # past the interpreter's start-up, into the loop
-        yield process
-    finally:
-        process.kill()
-        process.wait()
 
 
 @needs_proc

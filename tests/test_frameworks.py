@@ -392,18 +392,13 @@ def test_worker_close_is_idempotent():
 def test_a_busy_machine_is_said_out_loud():
     """Another process spinning on a core while the rounds run: the result says so, with the
     numbers; the workers' own CPU time is not counted as the neighbour's."""
-    import subprocess
-    import sys
+    from helpers import neighbour
 
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
+    with neighbour():
         result = pg.sweep(
             build_slow, framework="numpy", inter=[1, 2], repeats=4, progress=False,
             noise_check=False,
         )  # fmt: skip
-    finally:
-        spinner.kill()
-        spinner.wait()
     assert result.machine is not None and result.machine.other_cores >= 0.5
     text = str(result)
     assert "Busy machine: other processes used" in text and "not reliable" in text

@@ -15,10 +15,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
+from helpers import neighbour
 
 from parallelgraph.cli import main
 from parallelgraph.config import cpu_count
@@ -33,20 +32,6 @@ from parallelgraph.machine_load import (
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/proc/stat"), reason="LoadMonitor reads Linux's /proc"
 )
-
-BUSY_LOOP = [sys.executable, "-c", "while True: pass"]
-
-
-@contextmanager
-def neighbour() -> Iterator[subprocess.Popen]:
-    """A process that keeps one core busy until the block ends (killed and waited for then)."""
-    process = subprocess.Popen(BUSY_LOOP)
-    try:
-        time.sleep(0.15)  # past the interpreter's start-up, into the loop
-        yield process
-    finally:
-        process.kill()
-        process.wait()
 
 
 def spin(seconds: float) -> None:
