@@ -138,12 +138,16 @@ def test_bad_settings_are_refused_before_a_worker_starts():
 
 def test_verify_advice_runs_the_advised_setting_beside_the_traced_one():
     before = children()
-    dash = pg.dashboard(build_onnxruntime, framework="onnxruntime", batch=[16], repeats=3)
+    dash = pg.dashboard(build_onnxruntime, framework="onnxruntime", batch=[64], repeats=3)
     try:
         assert dash.verify_button.disabled
         dash.run()
         dash.wait(120)
         assert not dash.verify_button.disabled
+        if dash.last.trace.explain().advice.knob not in dash.framework.advice:
+            dash.verify()  # ops too short on this machine: the advice is no thread setting
+            assert "is not a ONNX Runtime thread setting" in dash.message.value
+            pytest.skip("the traced run's advice here is not a thread setting")
         dash.verify()
         dash.wait(120)
         verification = dash.verification
