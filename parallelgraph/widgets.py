@@ -55,7 +55,7 @@ Kernel ▸ Interrupt) arriving while a cell waits (a *foreground* run) stops the
 to end, and is raised again, so the cell fails and a Run All stops there. A kernel interrupt
 while a run goes with the kernel idle (after the Run button) stops the run too: SIGINT reaches
 only the main thread, and ipykernel ignores it between messages, so while a background run
-started on the main thread goes, a relay (`_InterruptRelay`) wraps the SIGINT handlers and
+started on the main thread goes, a relay (`parallelgraph.interrupts`) wraps the SIGINT handlers and
 passes the interrupt to the run. While *another* cell runs, an interrupt interrupts that cell
 (ipykernel installs Python's own handler for each message); Stop ends the run. Stop ends a run
 between ops (`measure.StopSignal`: as fast as the longest op) and keeps the traced runs
@@ -101,7 +101,6 @@ import html
 import inspect
 import io
 import queue
-import signal
 import threading
 import time
 import traceback
@@ -114,6 +113,7 @@ from . import stats
 from .config import EXECUTORS, STREAM_POLICIES, Config
 from .dtypes import FLOAT_DTYPES
 from .graph import Graph, Tensor
+from .interrupts import RELAY, end_listener
 from .machine_load import LoadMonitor, MachineLoad, busy_note
 from .measure import Measurement, Planned, Progress, StopSignal, run_schedule
 from .presets import PRESETS, Preset, build_preset
@@ -780,104 +780,6 @@ def ending_text(result: Result, how: str) -> str:
 
 
 # -- kernel interrupts ----------------------------------------------------------------------
-class _Relay:
-    """A SIGINT handler that tells every background run listening (`_RELAY`) to stop, then does
-    what the handler it wraps did: raise KeyboardInterrupt (Python's default handler), nothing
-    (SIG_IGN: an idle ipykernel), or call that handler.
-
-    It runs in the main thread between two bytecodes, possibly while that thread holds a lock
-    of the dashboard or of a StopSignal, so it takes no lock: it only puts a word on each run's
-    `queue.SimpleQueue` (whose put is reentrant, safe in a signal handler); the run's listener
-    thread does the stopping."""
-
-    def __init__(self, previous: Any) -> None:
-        self.previous = previous
-
-    def __call__(self, signum: int, frame: Any) -> None:
-        for listener in _RELAY.listeners:
-            listener.put("interrupted")
-        if callable(self.previous):
-            self.previous(signum, frame)
-        elif self.previous == signal.SIG_DFL:  # the process would end: end the cell at least
-            raise KeyboardInterrupt
-
-
-class _InterruptRelay:
-    """Makes a SIGINT (Ctrl-C, Kernel ▸ Interrupt) reach runs that go in background threads.
-
-    Python delivers a signal to the main thread only, and ipykernel ignores SIGINT while the
-    kernel is idle — which it is while a Run-button run goes. So while a background run is
-    active, SIGINT is handled by a `_Relay` wrapped around the handler it replaces, at two
-    places, from the main thread only (`signal.signal` works nowhere else):
-
-    - the process's current handler (a script, or the cell or widget message being handled);
-    - under ipykernel, the handler the kernel puts back after each message
-      (`kernel.saved_sigint_handler`, SIG_IGN when idle; `Kernel.post_handler_hook` restores it).
-
-    `restore()` puts both back once no run listens (at the next `run()`, `wait()` or
-    `close()` on the main thread: a run ends in its own thread, where that cannot be done);
-    until then a relay with no listener is transparent. A relay never wraps a relay.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        #: one queue per active background run; replaced whole (the handler reads it unlocked)
-        self.listeners: tuple[queue.SimpleQueue[str | None], ...] = ()
-
-    def attach(self, listener: queue.SimpleQueue[str | None]) -> bool:
-        """Listen for SIGINT with `listener`; False (nothing done) off the main thread."""
-        if threading.current_thread() is not threading.main_thread():
-            return False
-        self.restore()  # handlers changed since the last run (a new cell, a new message)
-        current = signal.getsignal(signal.SIGINT)
-        if current is not None and not isinstance(current, _Relay):
-            signal.signal(signal.SIGINT, _Relay(current))
-        kernel = _ipykernel()
-        if kernel is not None and not isinstance(kernel.saved_sigint_handler, _Relay):
-            kernel.saved_sigint_handler = _Relay(kernel.saved_sigint_handler)
-        with self._lock:
-            self.listeners = (*self.listeners, listener)
-        return True
-
-    def detach(self, listener: queue.SimpleQueue[str | None]) -> None:
-        """Stop listening (any thread)."""
-        with self._lock:
-            self.listeners = tuple(q for q in self.listeners if q is not listener)
-
-    def restore(self) -> None:
-        """Put the wrapped handlers back if no run listens and this is the main thread."""
-        if self.listeners or threading.current_thread() is not threading.main_thread():
-            return
-        current = signal.getsignal(signal.SIGINT)
-        if isinstance(current, _Relay):
-            signal.signal(signal.SIGINT, current.previous)
-        kernel = _ipykernel()
-        if kernel is not None and isinstance(kernel.saved_sigint_handler, _Relay):
-            kernel.saved_sigint_handler = kernel.saved_sigint_handler.previous
-
-
-_RELAY = _InterruptRelay()
-
-
-def _end_listener(words: queue.SimpleQueue[str | None], listener: threading.Thread) -> None:
-    """Stop relaying SIGINT to a run that has ended, and join its listener thread."""
-    _RELAY.detach(words)
-    words.put(None)
-    listener.join()
-
-
-def _ipykernel() -> Any:
-    """The ipykernel kernel this process is, if it keeps a SIGINT handler to restore."""
-    import sys
-
-    if "IPython" not in sys.modules:
-        return None
-    from IPython import get_ipython
-
-    kernel = getattr(get_ipython(), "kernel", None)
-    return kernel if hasattr(kernel, "saved_sigint_handler") else None
-
-
 # -- the widget -----------------------------------------------------------------------------
 def _widget_front_end() -> bool:
     """Whether figures can be live ipympl canvases: a Jupyter kernel and ipympl installed."""
@@ -1245,7 +1147,7 @@ class Dashboard(viewer.ViewerControls):
         run is going, run once more after it (with the controls' values then).
 
         Called on the main thread (a button click, a cell), it also makes a SIGINT — Ctrl-C,
-        Kernel ▸ Interrupt — end the run "interrupted" while it goes (`_InterruptRelay`): a
+        Kernel ▸ Interrupt — end the run "interrupted" while it goes (`interrupts.RELAY`): a
         listener thread waits for the relay's word and stops the run, as Stop does."""
         if self.closed:  # its session would reopen with nothing left to close it
             raise RuntimeError("this dashboard is closed; make a new one (pg.dashboard(...))")
@@ -1260,7 +1162,7 @@ class Dashboard(viewer.ViewerControls):
         self._set_buttons(busy=True)
         words: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         listener = None
-        if _RELAY.attach(words):
+        if RELAY.attach(words):
             listener = threading.Thread(
                 target=self._listen, args=(words,), name="pg-dashboard-interrupt", daemon=True
             )
@@ -1296,7 +1198,7 @@ class Dashboard(viewer.ViewerControls):
             self._idle.wait()
             raise
         finally:
-            _RELAY.restore()
+            RELAY.restore()
         return self.result
 
     def stop(self) -> None:
@@ -1331,7 +1233,7 @@ class Dashboard(viewer.ViewerControls):
                     if self._renew_if_pending():
                         continue
                 if listener is not None:
-                    _end_listener(words, listener)
+                    end_listener(words, listener)
                     listener = None
                 with self._lock:
                     if self._renew_if_pending():
@@ -1341,7 +1243,7 @@ class Dashboard(viewer.ViewerControls):
                     return
         finally:  # also after a stray asynchronous exception: never stay busy for good
             if listener is not None:
-                _end_listener(words, listener)
+                end_listener(words, listener)
             if not ended:
                 with self._lock:
                     self._end_run()
@@ -1594,7 +1496,7 @@ class Dashboard(viewer.ViewerControls):
         self.closed = True
         self.stop()
         self._idle.wait(30)
-        _RELAY.restore()
+        RELAY.restore()
         self.runner.close()
         if self._canvas is not None:
             _close_canvas(self._canvas)

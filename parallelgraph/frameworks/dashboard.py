@@ -17,7 +17,7 @@ Workers: a setting's worker is started on first use and kept warm (`WorkerCache`
 `max_workers`, the least recently used ended first), since a framework's pools cannot change
 in a running process. Stop ends a run within 0.1 s: the worker inside a step is ended (its
 setting starts afresh next time). Kernel ▸ Interrupt ends a Run-button run the same way (the
-SIGINT relay of `parallelgraph.widgets`), and `dash.wait()` re-raises a KeyboardInterrupt
+SIGINT relay of `parallelgraph.interrupts`), and `dash.wait()` re-raises a KeyboardInterrupt
 after stopping the run, so a Run All stops there. `close()` (and the interpreter's exit) ends
 every worker.
 """
@@ -37,11 +37,8 @@ import numpy as np
 
 from .. import stats
 from ..config import cpu_count
+from ..interrupts import RELAY, end_listener
 from ..machine_load import LoadMonitor, busy_note
-
-# The dashboard's SIGINT relay: a signal reaches only the main thread, and an idle ipykernel
-# ignores it, so a run in a background thread hears of it from the relay.
-from ..widgets import _RELAY, _end_listener
 from .knobs import Framework, framework
 from .pool import Stopped, Worker, Workers
 from .sweep import check_knobs, label_of, pickled_build, setup_request
@@ -272,7 +269,7 @@ class FrameworkDashboard:
         self.verify_button.disabled = True
         self._interrupted = False
         words: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        relayed = _RELAY.attach(words)  # Kernel ▸ Interrupt reaches a Run-button run
+        relayed = RELAY.attach(words)  # Kernel ▸ Interrupt reaches a Run-button run
         listener = threading.Thread(target=self._listen, args=(words,), daemon=True)
         if relayed:
             listener.start()
@@ -284,7 +281,7 @@ class FrameworkDashboard:
                 target(*args)
             finally:
                 if relayed:
-                    _end_listener(words, listener)
+                    end_listener(words, listener)
                 finished.set()
 
         self._thread = threading.Thread(target=body, name="pg-framework-run", daemon=True)
@@ -429,7 +426,7 @@ class FrameworkDashboard:
             finished.wait()
             raise
         finally:
-            _RELAY.restore()
+            RELAY.restore()
         if self._error is not None:
             raise self._error
         return self.last
@@ -439,7 +436,7 @@ class FrameworkDashboard:
         self.stop()
         if self._thread is not None:
             self._thread.join()
-        _RELAY.restore()
+        RELAY.restore()
         self.workers.close()
         self.widget.close()
 

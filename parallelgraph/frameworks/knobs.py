@@ -228,12 +228,15 @@ def _doubled(key: str) -> Callable[[dict[str, Any], int], dict[str, Any]]:
 
 
 # -- NumPy ----------------------------------------------------------------------------------------
+#: The worker's BLAS limits: they hold while the threadpoolctl object lives (the process's life).
+_BLAS_LIMITS: list[Any] = []
+
+
 def _numpy_apply(module: Any, setting: Mapping[str, Any]) -> None:
     if setting.get("intra") is not None:
         from threadpoolctl import threadpool_limits
 
-        # kept for the process's life: the limits hold while the object exists
-        _numpy_apply.limits = threadpool_limits(limits=int(setting["intra"]))  # type: ignore[attr-defined]
+        _BLAS_LIMITS.append(threadpool_limits(limits=int(setting["intra"])))
 
 
 def _numpy_read_back(module: Any, setting: Setting) -> dict[str, Any]:
