@@ -32,10 +32,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _common import interleaved, median, spread, table
 
 import parallelgraph as pg
-from parallelgraph._blas import single_threaded_blas
 from parallelgraph.config import Config
+from parallelgraph.executors.blas_threads import single_threaded_blas
+from parallelgraph.experiments.presets import two_networks
 from parallelgraph.plan import Plan, build_plan
-from parallelgraph.presets import two_networks
 
 
 def chain_graph(length: int) -> tuple[pg.Graph, pg.Tensor]:

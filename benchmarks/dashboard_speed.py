@@ -325,7 +325,7 @@ def main() -> None:
     parser.add_argument("--live-share", type=float, help="dashboard_viewer.LIVE_SHARE to use")
     args = parser.parse_args()
     if args.live_share is not None:
-        from parallelgraph import dashboard_viewer
+        from parallelgraph.widgets import viewer as dashboard_viewer
 
         dashboard_viewer.LIVE_SHARE = args.live_share
 

@@ -35,7 +35,7 @@ import parallelgraph as pg
 from parallelgraph.config import Config
 from parallelgraph.executors import dask as dask_executor
 from parallelgraph.executors.dask import OpSpec
-from parallelgraph.presets import TWO_NETWORK_SIZES, network
+from parallelgraph.experiments.presets import TWO_NETWORK_SIZES, network
 
 
 def plain_step(definition, op, shards, config, *args):

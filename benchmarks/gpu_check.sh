@@ -61,7 +61,7 @@ echo "demo exit $?"; tail -n 12 "$OUT/demo.txt"
 step "explain() on one stream"
 timeout 60 $PY - <<'EOF' 2>&1 | tee "$OUT/explain.txt"
 import parallelgraph as pg
-from parallelgraph.presets import two_networks
+from parallelgraph.experiments.presets import two_networks
 
 preset = two_networks("narrow", device_name="gpu:0")
 with pg.Session(preset.graph, pg.Config(streams=1)) as sess:

@@ -6,7 +6,7 @@
     python benchmarks/gpu_matmul.py --simulator-smoke  # every code path, tiny, CUDA simulator
 
 Shapes [m, k, n]: squares n = 1024, 2048, 4096 and the seed graph's first matmul
-``x[batch, in] @ w1[in, hidden]`` at medium, large and narrow (parallelgraph.presets).
+``x[batch, in] @ w1[in, hidden]`` at medium, large and narrow (parallelgraph.experiments.presets).
 
 Kernels (one row each per shape; the `KERNELS` table):
 
@@ -47,7 +47,7 @@ SMOKE_SHAPES = ([16, 8, 16], [13, 11, 9], [5, 64, 6])
 
 def seed_shapes() -> list[tuple[str, list[int]]]:
     """(label, [m, k, n]) of every benchmarked shape."""
-    from parallelgraph.presets import TWO_NETWORK_SIZES
+    from parallelgraph.experiments.presets import TWO_NETWORK_SIZES
 
     shapes = [(f"n={n}", [n, n, n]) for n in SQUARES]
     for size in SEED_SIZES:

@@ -32,7 +32,12 @@ import statistics
 import sys
 import time
 
-SIZES = ("narrow", "small", "medium", "large")  # parallelgraph.presets.TWO_NETWORK_SIZES
+SIZES = (
+    "narrow",
+    "small",
+    "medium",
+    "large",
+)  # parallelgraph.experiments.presets.TWO_NETWORK_SIZES
 SIMULATED_SIZES = ("tiny",)
 STREAMS = (1, 2, 4)
 LAUNCHES = ("prepared", "numba")
@@ -60,9 +65,9 @@ def measure(size, streams: int, launch: str, repeats: int) -> dict:
     import numpy as np
 
     import parallelgraph as pg
-    from parallelgraph import analysis
+    from parallelgraph.experiments.presets import size_label, two_networks
     from parallelgraph.kernels import gpu
-    from parallelgraph.presets import size_label, two_networks
+    from parallelgraph.trace import analysis
 
     gpu.launch.DIRECT_LAUNCH = launch == "prepared"  # read when a session first launches a step
     preset = two_networks(size, device_name="gpu:0")

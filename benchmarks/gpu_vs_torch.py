@@ -6,7 +6,7 @@
     python benchmarks/gpu_vs_torch.py --simulator-smoke   # parallelgraph rows, tiny, simulator
     python benchmarks/gpu_vs_torch.py --torch-cpu-smoke   # torch rows on the CPU (logic only)
 
-What runs (issue #15, part 3): the seed graph of `parallelgraph.presets.two_networks` -- two
+What runs (issue #15, part 3): the seed graph of `experiments.presets.two_networks` -- two
 independent networks, each ``x = random_normal([batch, in])``, ``(x @ W1 + b1) @ W2``, then
 ``out = result1 + result2`` (nine GPU ops: 2 random, 4 matmul, 3 add) -- at the sizes small,
 medium, large and narrow of `TWO_NETWORK_SIZES` (batch, in, hidden, out), float32, TF32 off
@@ -83,7 +83,7 @@ from _common import interleaved, median, spread, table
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 JSON_PATH = os.path.join(RESULTS, "h200_gpu_vs_torch.json")
-#: (batch, in, hidden, out): a copy of parallelgraph.presets.TWO_NETWORK_SIZES, so that the
+#: (batch, in, hidden, out): a copy of experiments.presets.TWO_NETWORK_SIZES, so that the
 #: torch part runs without importing parallelgraph; the parallelgraph part checks they agree.
 SIZES = {
     "tiny": (8, 16, 16, 8),
@@ -321,7 +321,7 @@ def pg_cases(stack: contextlib.ExitStack, size: str, traced: int) -> tuple[dict,
     import numpy as np
 
     import parallelgraph as pg
-    from parallelgraph.presets import TWO_NETWORK_SIZES, two_networks
+    from parallelgraph.experiments.presets import TWO_NETWORK_SIZES, two_networks
 
     if TWO_NETWORK_SIZES.get(size) != SIZES[size]:
         raise SystemExit(f"gpu_vs_torch: SIZES[{size!r}] differs from presets; update the copy")

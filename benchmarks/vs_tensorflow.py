@@ -28,7 +28,7 @@ import numpy as np
 import threadpoolctl
 
 import parallelgraph as pg
-from parallelgraph.presets import TWO_NETWORK_SIZES
+from parallelgraph.experiments.presets import TWO_NETWORK_SIZES
 
 SETTINGS = [(1, 1), (2, 1), (1, 2), (2, 2)]
 

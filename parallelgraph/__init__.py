@@ -34,28 +34,29 @@ from .trace import Trace, TraceEvent
 
 __version__ = "0.1.0"
 
-_LAZY_SUBMODULES = (
-    "plot",
-    "presets",
-    "analysis",
-    "measure",
-    "widgets",
-    "sweeps",
-    "replay",
-    "recorded",
-)
+#: `pg.<name>` -> the module it names, imported on first use
+_LAZY_SUBMODULES = {
+    "plot": "plot",
+    "presets": "experiments.presets",
+    "analysis": "trace.analysis",
+    "measure": "experiments.measure",
+    "widgets": "widgets",
+    "sweeps": "experiments.sweeps",
+    "replay": "trace.replay",
+    "recorded": "recorded",
+}
 
 
 def sweep(*args: object, **kwargs: object) -> object:
-    """Measure a grid of sizes and configs with honest statistics; see `parallelgraph.sweeps`."""
-    from .sweeps import sweep as run_sweep
+    """Measure a grid of sizes and configs with honest statistics; see `experiments.sweeps`."""
+    from .experiments.sweeps import sweep as run_sweep
 
     return run_sweep(*args, **kwargs)
 
 
 def simulate(*args: object, **kwargs: object) -> object:
-    """Replay a measured trace under another thread setting; see `parallelgraph.replay`."""
-    from .replay import simulate as replay
+    """Replay a measured trace under another thread setting; see `parallelgraph.trace.replay`."""
+    from .trace.replay import simulate as replay
 
     return replay(*args, **kwargs)
 
@@ -72,7 +73,7 @@ def dashboard(*source: object, **options: object) -> object:
 
             name = options.pop("framework")
             return FrameworkDashboard(*source, name, **options)  # type: ignore[arg-type]
-        from .widgets import Dashboard
+        from .widgets.dashboard import Dashboard
 
         return Dashboard(*source, **options)
     except ModuleNotFoundError as missing:
@@ -90,7 +91,7 @@ def __getattr__(name: str) -> object:
     if name in _LAZY_SUBMODULES:
         import importlib
 
-        return importlib.import_module(f"{__name__}.{name}")
+        return importlib.import_module(f"{__name__}.{_LAZY_SUBMODULES[name]}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -21,12 +21,12 @@ from typing import Any, NoReturn
 
 from .config import MAX_STREAMS, MAX_THREADS, STREAM_POLICIES, Config
 from .errors import GraphError, OpError
-from .machine_load import LoadMonitor, MachineLoad, busy_note
-from .measure import Measurement, measure, measure_interleaved
-from .presets import PRESETS, TWO_NETWORK_SIZES, Preset, build_preset
+from .experiments.machine_load import LoadMonitor, MachineLoad, busy_note
+from .experiments.measure import Measurement, measure, measure_interleaved
+from .experiments.presets import PRESETS, TWO_NETWORK_SIZES, Preset, build_preset
+from .experiments.stats import speedup, speedup_text
 from .saving import write_file
 from .session import Session
-from .stats import speedup, speedup_text
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -390,7 +390,7 @@ def save_figure(figure: Any, path: str | Path) -> Path:
 
 
 def command_plot(args: argparse.Namespace) -> int:
-    from .trace import Trace
+    from .trace.model import Trace
 
     trace = Trace.load(args.trace)
     options = {"arrows": args.arrows}
@@ -406,7 +406,7 @@ def command_plot(args: argparse.Namespace) -> int:
 
 def command_compare(args: argparse.Namespace) -> int:
     from .plot import compare
-    from .trace import Trace
+    from .trace.model import Trace
 
     if len(args.traces) < 2:
         raise ValueError("compare needs at least two trace files")
@@ -437,7 +437,7 @@ def _int_list(text: str, what: str) -> list[int]:
 
 
 def command_sweep(args: argparse.Namespace) -> int:
-    from .sweeps import sweep
+    from .experiments.sweeps import sweep
 
     grid = {
         "size": [s.strip() for s in args.size.split(",") if s.strip()],
@@ -461,7 +461,7 @@ def command_sweep(args: argparse.Namespace) -> int:
 
 
 def command_explain(args: argparse.Namespace) -> int:
-    from .trace import Trace
+    from .trace.model import Trace
 
     print(Trace.load(args.trace).explain(*args.branch))
     return 0

@@ -24,27 +24,20 @@ from typing import Any
 
 import numpy as np
 
+from .devices import Device
 from .dtypes import Shape
 from .errors import GraphError
 
-_DEVICE_PATTERN = re.compile(r"^/?(?:device:)?(cpu|gpu|worker)(?::(\d+))?$", re.IGNORECASE)
 _NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
-def parse_device(spec: str) -> str:
-    """Normalise "gpu:0", "/gpu:0", "/device:GPU:0", "cpu" ... to "kind:index".
+def parse_device(spec: str) -> Device:
+    """Normalise "gpu:0", "/gpu:0", "/device:GPU:0", "cpu" ... to a `Device` ("kind:index").
 
     >>> parse_device("/device:GPU:1")
     'gpu:1'
     """
-    match = _DEVICE_PATTERN.match(spec.strip()) if isinstance(spec, str) else None
-    if match is None:
-        raise GraphError(
-            f"unknown device {spec!r}: use 'cpu:0', 'gpu:N' (TensorFlow spellings like "
-            "'/gpu:0' and '/device:GPU:0' work too) or 'worker:N'"
-        )
-    kind, index = match.group(1).lower(), int(match.group(2) or 0)
-    return f"{kind}:{index}"
+    return Device(spec)
 
 
 @dataclass(frozen=True, eq=False)

@@ -32,11 +32,11 @@ from .config import Config, cpu_count
 from .errors import GraphError, OpError, describe
 from .executors import make_executor
 from .graph import Graph, Op, Tensor, get_default_graph
-from .jit_clock import CLOCK as JIT_CLOCK
-from .jit_clock import start_numba
+from .kernels.jit_clock import CLOCK as JIT_CLOCK
+from .kernels.jit_clock import start_numba
 from .ops.registry import opdef
 from .plan import Plan, build_plan
-from .trace import Trace
+from .trace.model import Trace
 
 
 class VariablesInitializer:
@@ -99,7 +99,7 @@ class Session:
         self._warned_soft_placement = False
         self.runs = 0
         #: Seconds this session's creation spent starting Numba (once per process; 0.0 when
-        #: an earlier session did): see `parallelgraph.jit_clock`.
+        #: an earlier session did): see `parallelgraph.kernels.jit_clock`.
         self.numba_start_s = start_numba()
         self._executor = make_executor(self.config)
         try:

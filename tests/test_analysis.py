@@ -2,8 +2,7 @@
 
 import pytest
 
-from parallelgraph import analysis
-from parallelgraph.trace import Trace, TraceEvent
+from parallelgraph.trace import Trace, TraceEvent, analysis
 
 
 def op(name, lane, start, end, inputs=(), kind="op", shard=None):

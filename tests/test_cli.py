@@ -99,7 +99,7 @@ def test_bad_arguments_exit_non_zero_with_one_line(argv, message):
 @pytest.fixture
 def two_traces(tmp_path):
     import parallelgraph as pg
-    from parallelgraph.presets import two_networks
+    from parallelgraph.experiments.presets import two_networks
 
     preset = two_networks("tiny")
     paths = []

@@ -23,8 +23,9 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 import parallelgraph as pg
-from parallelgraph import measure, widgets
+from parallelgraph.experiments import measure
 from parallelgraph.session import Session
+from parallelgraph.widgets import dashboard as widgets
 
 
 def slow_chain(width: int = 256, layers: int = 120):
@@ -717,7 +718,7 @@ def test_an_interrupt_propagates_from_the_loop_unless_kept():
 POISON_CHECK = """
 import sys, threading, time
 import parallelgraph as pg
-from parallelgraph import measure
+from parallelgraph.experiments import measure
 graph = pg.Graph()
 with graph.as_default():
     out = pg.tanh(pg.random_normal((256, 256), seed=1))
@@ -764,7 +765,7 @@ def test_stop_after_live_drawings_ends_within_a_second_and_draws_the_median_of_w
     """The live timeline draws between repeats (here twice a second: LIVE_SHARE raised); Stop
     pressed right after a live drawing still ends the run within a second, and the timeline
     then is the kept runs' median, not the live drawing."""
-    from parallelgraph import dashboard_viewer
+    from parallelgraph.widgets import viewer as dashboard_viewer
 
     monkeypatch.setattr(dashboard_viewer, "LIVE_SHARE", 1.0)
     dash = pg.dashboard(slow_chain, repeats=50, inter_op_threads=1)

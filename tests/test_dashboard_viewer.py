@@ -1,7 +1,7 @@
 """The dashboard's viewer, driven in-process with real widgets and real runs on small graphs:
 the search box (highlight without rerunning), the top-ops table, Save trace (a file Perfetto
 opens, with its memory track), the live timeline of a long run, and a busy machine said out
-loud (a real busy loop in another process). The rules are `parallelgraph.dashboard_viewer`'s.
+loud (a real busy loop in another process). The rules are `parallelgraph.widgets.viewer`'s.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ pytest.importorskip("ipywidgets")
 from helpers import neighbour
 
 import parallelgraph as pg
-from parallelgraph import dashboard_viewer as viewer
-from parallelgraph import widgets
 from parallelgraph.config import cpu_count
-from parallelgraph.machine_load import MIN_WALL_S, busy_note
+from parallelgraph.experiments.machine_load import MIN_WALL_S, busy_note
 from parallelgraph.ops.builder import build
 from parallelgraph.ops.registry import REGISTRY, OpDef, register
+from parallelgraph.widgets import dashboard as widgets
+from parallelgraph.widgets import viewer
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -17,7 +17,7 @@ MODULES = [
     "parallelgraph.ops.sources",
     "parallelgraph.session",
     "parallelgraph.plot",
-    "parallelgraph.lanes",
+    "parallelgraph.trace.lanes",
 ]
 
 

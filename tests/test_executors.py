@@ -7,7 +7,7 @@ import pytest
 from helpers import seed_graph
 
 import parallelgraph as pg
-from parallelgraph.presets import build_preset
+from parallelgraph.experiments.presets import build_preset
 
 SETTINGS = [(inter, intra) for inter in (1, 2, 4) for intra in (1, 2, 4)]
 

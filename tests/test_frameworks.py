@@ -17,13 +17,13 @@ import time
 import pytest
 
 import parallelgraph as pg
+from parallelgraph.experiments.sweeps import SweepResult
 from parallelgraph.frameworks import FrameworkError, WorkerLost
 from parallelgraph.frameworks import framework as framework_named
 from parallelgraph.frameworks.examples import build_numpy, build_onnxruntime
 from parallelgraph.frameworks.pool import Worker, Workers
 from parallelgraph.frameworks.sweep import framework_sweep
 from parallelgraph.frameworks.verify import Verification
-from parallelgraph.sweeps import SweepResult
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
@@ -168,7 +168,7 @@ def test_verify_a_given_setting_without_a_trace():
 
 
 def test_verify_refuses_advice_that_is_not_a_thread_setting(traced_result):
-    from parallelgraph.evidence import Advice
+    from parallelgraph.explain.evidence import Advice
 
     with pytest.raises(ValueError, match="is not a ONNX Runtime thread setting"):
         traced_result.verify(Advice("make nodes bigger", "bigger_ops"))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import parallelgraph as pg
-from parallelgraph.presets import build_preset
+from parallelgraph.experiments.presets import build_preset
 
 SETTINGS = [(1, 1), (2, 1), (1, 2), (2, 2)]
 

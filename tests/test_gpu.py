@@ -191,7 +191,7 @@ def test_gpu_available_in_the_simulator():
 @pytest.mark.gpu
 def test_two_streams_overlap_on_real_hardware():
     """On a real GPU, narrow kernels of net1 and net2 on two streams overlap."""
-    from parallelgraph.presets import two_networks
+    from parallelgraph.experiments.presets import two_networks
 
     preset = two_networks("narrow", device_name="gpu:0")
     g, out = preset.graph, preset.fetch
@@ -265,7 +265,7 @@ def test_blas_runs_cublas_on_the_steps_stream_and_matches_the_reference():
 
     if cublas_problem() is not None:
         pytest.skip(f"no cuBLAS here: {cublas_problem()}")
-    from parallelgraph.presets import two_networks
+    from parallelgraph.experiments.presets import two_networks
 
     preset = two_networks("small", device_name="gpu:0")
     expected, _ = run(preset.graph, [preset.fetch], pg.Config(executor="sequential"))
@@ -313,7 +313,7 @@ def test_cuda_graph_replays_the_plans_gpu_work_with_the_same_results():
     values match plain launches, a re-initialized variable reaches the graph, and traced runs
     still show every kernel on its stream."""
     from parallelgraph.executors.cuda_graphs import CapturedPlan
-    from parallelgraph.presets import two_networks
+    from parallelgraph.experiments.presets import two_networks
 
     preset = two_networks("small", device_name="gpu:0")
     plain_config = pg.Config(streams=2, stream_policy="branches")

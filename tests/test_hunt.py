@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import parallelgraph as pg
-from parallelgraph._blas import BLAS_LIMIT, blas_threads
+from parallelgraph.executors.blas_threads import BLAS_LIMIT, blas_threads
 from parallelgraph.ops import opdef
 
 # -- zero-size dimensions ----------------------------------------------------------------------

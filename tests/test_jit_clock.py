@@ -1,4 +1,4 @@
-"""Numba's compiler, timed from its own events (`parallelgraph.jit_clock`): what a run's trace
+"""Numba's compiler, timed from its own events (`kernels.jit_clock`): what a run's trace
 says about kernels compiled or loaded, and a session's first run without Numba's start in it."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 import numpy as np
 from numba import njit
 
-from parallelgraph.jit_clock import CLOCK, start_numba
+from parallelgraph.kernels.jit_clock import CLOCK, start_numba
 
 clock = time.perf_counter_ns
 

@@ -21,7 +21,7 @@ from helpers import neighbour
 
 from parallelgraph.cli import main
 from parallelgraph.config import cpu_count
-from parallelgraph.machine_load import (
+from parallelgraph.experiments.machine_load import (
     BUSY_CORES,
     MIN_WALL_S,
     LoadMonitor,

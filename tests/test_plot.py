@@ -353,7 +353,7 @@ def test_hovering_a_bar_shows_its_name_shapes_and_duration():
     """The tooltip ipympl shows: the same handler, fed a mouse event on an Agg canvas."""
     from matplotlib.backend_bases import MouseEvent
 
-    import parallelgraph.presets as presets
+    import parallelgraph.experiments.presets as presets
 
     preset = presets.two_networks("tiny")
     with pg.Session(preset.graph, pg.Config(inter_op_threads=1)) as session:
@@ -384,7 +384,7 @@ def test_hovering_a_bar_shows_its_name_shapes_and_duration():
 
 
 def test_shapes_are_recorded_and_survive_save_and_load(tmp_path):
-    import parallelgraph.presets as presets
+    import parallelgraph.experiments.presets as presets
 
     preset = presets.two_networks("tiny")
     with pg.Session(preset.graph) as session:

@@ -4,8 +4,8 @@ import pytest
 
 import parallelgraph as pg
 from parallelgraph.recorded import h200_trace
-from parallelgraph.replay import WAKE_UP_NS, simulate
 from parallelgraph.trace import Trace, TraceEvent
+from parallelgraph.trace.replay import WAKE_UP_NS, simulate
 
 MS = 1_000_000
 
@@ -110,7 +110,7 @@ def test_gpu_traces_replay_on_more_streams():
 
 
 def test_real_runs_replay():
-    from parallelgraph.presets import two_networks
+    from parallelgraph.experiments.presets import two_networks
 
     preset = two_networks("tiny")
     with pg.Session(preset.graph, config(1)) as sess:
@@ -121,7 +121,7 @@ def test_real_runs_replay():
 
 
 def test_launch_interval_is_read_off_ops_that_waited_for_the_host():
-    from parallelgraph.replay import LAUNCH_NS, launch_interval
+    from parallelgraph.trace.replay import LAUNCH_NS, launch_interval
 
     us = 1_000
     # Launch-bound: 5 us kernels launched 30 us apart, alternating between two streams.

@@ -310,8 +310,8 @@ def _cyclic_trace():
 
 
 def test_find_cycle_names_the_ops_of_a_cycle_in_dependency_order():
-    from parallelgraph.analysis import outermost_inputs
-    from parallelgraph.cycles import find_cycle, require_acyclic
+    from parallelgraph.trace.analysis import outermost_inputs
+    from parallelgraph.trace.cycles import find_cycle, require_acyclic
 
     trace = _cyclic_trace()
     for ops in (trace.ops(), outermost_inputs(trace, program_order=True)):
@@ -327,7 +327,7 @@ def test_find_cycle_names_the_ops_of_a_cycle_in_dependency_order():
 
 
 def test_find_cycle_is_linear_and_needs_no_recursion_on_a_long_chain():
-    from parallelgraph.cycles import describe_cycle, find_cycle
+    from parallelgraph.trace.cycles import describe_cycle, find_cycle
 
     n = 200_000
     chain = {f"op{i}": [f"op{i - 1}"] if i else [] for i in range(n)}
@@ -353,7 +353,7 @@ READ_ONLY_RUN = textwrap.dedent(
     warnings.simplefilter("always")
     import numpy as np
     import parallelgraph as pg
-    from parallelgraph import numba_cache
+    from parallelgraph.kernels import numba_cache
 
     graph = pg.Graph()
     with graph.as_default():

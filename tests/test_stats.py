@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from parallelgraph import stats
+from parallelgraph.experiments import stats
 
 
 def test_median_ci_contains_the_median_and_narrows_with_more_data():

@@ -69,7 +69,7 @@ def test_unknown_policy_is_refused():
 def test_multi_stream_plans_launch_breadth_first_and_cpu_plans_keep_graph_order():
     """With GPU steps on several streams every chain gets its first kernel launched before any
     gets its second; elsewhere ready steps are taken in graph order (depth-first on a chain)."""
-    from parallelgraph.presets import two_networks
+    from parallelgraph.experiments.presets import two_networks
 
     preset = two_networks("tiny", device_name="gpu:0")
 
@@ -86,7 +86,7 @@ def test_multi_stream_plans_launch_breadth_first_and_cpu_plans_keep_graph_order(
 
 
 def test_a_run_wakes_only_the_inter_op_workers_that_can_have_work():
-    from parallelgraph.presets import two_networks
+    from parallelgraph.experiments.presets import two_networks
 
     def workers(size, gpu, threads):
         preset = two_networks(size, device_name="gpu:0")

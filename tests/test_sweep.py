@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import parallelgraph as pg
-from parallelgraph.sweeps import SweepResult
+from parallelgraph.experiments.sweeps import SweepResult
 
 GRID = {"size": ["tiny"], "inter": [1, 2], "intra": [1, 2]}
 

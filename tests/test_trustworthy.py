@@ -19,11 +19,10 @@ import pytest
 from generated_traces import generate
 
 import parallelgraph as pg
-from parallelgraph import analysis, intervals
 from parallelgraph.chrome import from_chrome
-from parallelgraph.evidence import EVERY_LANE_BUSY
 from parallelgraph.explain import Cause
-from parallelgraph.trace import EventRole
+from parallelgraph.explain.evidence import EVERY_LANE_BUSY
+from parallelgraph.trace import EventRole, analysis, intervals
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 MANIFEST = json.loads((REAL / "MANIFEST.json").read_text())["files"]

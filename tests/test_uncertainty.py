@@ -16,11 +16,11 @@ import re
 import numpy as np
 import pytest
 
-from parallelgraph import stats
 from parallelgraph.chrome.reader import from_chrome
 from parallelgraph.cli import DEMO_SETTINGS, demo_conclusion, demo_runs, demo_table
-from parallelgraph.measure import Measurement
-from parallelgraph.presets import build_preset
+from parallelgraph.experiments import stats
+from parallelgraph.experiments.measure import Measurement
+from parallelgraph.experiments.presets import build_preset
 from parallelgraph.trace import Trace
 
 CI_TEXT = re.compile(

@@ -12,9 +12,9 @@ import pytest
 from raw_facts import REAL, length, span, union
 
 import parallelgraph as pg
-from parallelgraph.memory import ITEM_BYTES, memory_profile, output_bytes
 from parallelgraph.plot import FADE_KEEP, FADED_INK, OTHER_COLOR, PALETTE, compare, gantt
 from parallelgraph.trace import EventRole, Trace, TraceEvent
+from parallelgraph.trace.memory import ITEM_BYTES, memory_profile, output_bytes
 
 matplotlib.use("Agg")
 

@@ -20,9 +20,10 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 import parallelgraph as pg
-from parallelgraph import presets, stats, widgets
 from parallelgraph.config import cpu_count
+from parallelgraph.experiments import presets, stats
 from parallelgraph.widgets import Dashboard, GraphSource, Knobs, Result, Runner, Settings
+from parallelgraph.widgets import dashboard as widgets
 
 TINY = {"batch": 8, "hidden": 16, "repeats": 2}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -8,8 +8,8 @@
 
 # %%
 import parallelgraph as pg
-from parallelgraph.measure import measure_interleaved
-from parallelgraph.stats import speedup_text
+from parallelgraph.experiments.measure import measure_interleaved
+from parallelgraph.experiments.stats import speedup_text
 
 batch, n_in, n_hidden, n_out = 256, 512, 512, 256
 g = pg.Graph("seed")

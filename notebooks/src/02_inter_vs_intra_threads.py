@@ -18,8 +18,8 @@ import warnings
 import numpy as np
 
 import parallelgraph as pg
-from parallelgraph.presets import wide
-from parallelgraph.stats import Speedup, fastest_text, median, speedup, speedup_text
+from parallelgraph.experiments.presets import wide
+from parallelgraph.experiments.stats import Speedup, fastest_text, median, speedup, speedup_text
 
 warnings.simplefilter("ignore", RuntimeWarning)  # the sweep table repeats its noise note
 
@@ -101,7 +101,7 @@ result.heatmap("inter", "intra", graph="matmul")
 # settings that are faster than inter 1 / intra 1 beyond noise, and those that are not; then
 # the ranking, with its own uncertainty: is the fastest setting told apart from the next one,
 # and does using both pools beat the better single pool? Each comparison is a speed-up of the
-# runs themselves, with its CI (`parallelgraph.stats`), never two intervals eyeballed.
+# runs themselves, with its CI (`parallelgraph.experiments.stats`), never two intervals eyeballed.
 
 
 # %%

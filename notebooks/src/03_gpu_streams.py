@@ -41,8 +41,8 @@ os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")  # small grids a
 
 import parallelgraph as pg
 from parallelgraph.executors.cuda import gpu_available, simulated
-from parallelgraph.measure import measure_interleaved
-from parallelgraph.stats import speedup_text
+from parallelgraph.experiments.measure import measure_interleaved
+from parallelgraph.experiments.stats import speedup_text
 
 if gpu_available() and not simulated():
     MODE, SIZES, REPEATS = "gpu", ("narrow", "medium"), 20

@@ -23,8 +23,8 @@ import numpy as np
 from distributed import Client, LocalCluster
 
 import parallelgraph as pg
-from parallelgraph.measure import measure_interleaved
-from parallelgraph.stats import speedup
+from parallelgraph.experiments.measure import measure_interleaved
+from parallelgraph.experiments.stats import speedup
 
 cluster = LocalCluster(
     n_workers=2,

@@ -23,8 +23,8 @@
 
 # %%
 import parallelgraph as pg
+from parallelgraph.experiments.stats import median, speedup_text
 from parallelgraph.recorded import framework_runs, framework_trace
-from parallelgraph.stats import median, speedup_text
 
 runs = framework_runs()
 tf1 = framework_trace("tensorflow-inter1")

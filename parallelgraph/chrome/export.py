@@ -3,7 +3,7 @@
 Strict to the Trace Event Format, in its object form `{"traceEvents": [...], "displayTimeUnit":
 "ms", "otherData": {...}}`:
 
-- one *process* per pool, one *thread* per lane (pools and lanes as `parallelgraph.lanes`
+- one *process* per pool, one *thread* per lane (pools and lanes as `parallelgraph.trace.lanes`
   parses them: "inter-op/3" -> pool "inter-op", thread 3). Names and order travel as metadata
   ('M') events process_name, process_sort_index, thread_name and thread_sort_index, so viewers
   keep the order of `Trace.lanes`.
@@ -24,7 +24,7 @@ Strict to the Trace Event Format, in its object form `{"traceEvents": [...], "di
   and `otherData` holds the format tag, the trace metadata (its source and lane kinds included)
   and `origin_ns` (when the first event started, in the trace's own ns clock), which is what
   makes `load` an exact inverse of `save`, every field and time included.
-- with `memory=True`, the live bytes of `parallelgraph.memory` (op outputs, a model) as counter
+- with `memory=True`, the live bytes of `trace.memory` (op outputs, a model) as counter
   ('C') events named "live bytes" in a process of their own, "memory (model)", sorted after
   the pools: one event at each time the live bytes change, its `args` the bytes of every
   device from then on ({"cpu:0": 1048576}), so Perfetto draws one counter track per device
@@ -51,9 +51,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..lanes import Lane
 from ..saving import write_bytes
-from ..trace import WORK, Trace, TraceEvent
+from ..trace.lanes import Lane
+from ..trace.model import WORK, Trace, TraceEvent
 
 FORMAT = "parallelgraph-trace/1"
 FLOW_CATEGORY = "dependency"
@@ -249,8 +249,8 @@ MEMORY_COUNTER = "live bytes"
 
 def _memory_events(trace: Trace, pid: int, origin: int) -> list[dict[str, Any]]:
     """The memory track: a process "memory (model)" and one counter event per change of the
-    live bytes (`parallelgraph.memory`), or nothing when no output size is known."""
-    from ..memory import memory_profile
+    live bytes (`parallelgraph.trace.memory`), or nothing when no output size is known."""
+    from ..trace.memory import memory_profile
 
     counters = memory_profile(trace).counters()
     if not counters:

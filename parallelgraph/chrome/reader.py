@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..trace import WORK, Trace, role_nesting
+from ..trace.model import WORK, Trace, role_nesting
 from .document import Document, FlowPoint, Slice, Thread, read_document
 from .files import paused_gc, read_json
 from .metadata import validate_metadata

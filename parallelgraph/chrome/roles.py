@@ -25,8 +25,8 @@ import bisect
 from collections import defaultdict
 from collections.abc import Sequence
 
-from ..intervals import Intervals, intersect, length, merge, subtract
-from ..trace import WORK, EventRole, nesting
+from ..trace.intervals import Intervals, intersect, length, merge, subtract
+from ..trace.model import WORK, EventRole, nesting
 from .producers.base import Converted, Draft
 
 #: An event's own time (not covered by its children) must be at least this share of it ...

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._blas import BLAS_LIMIT
 from ..config import Config
 from ..plan import Plan, Step
+from .blas_threads import BLAS_LIMIT
 from .pools import InterOpPool, IntraOpPool, Recorder
 from .scheduler import Run
 from .step import execute_step
@@ -73,7 +73,7 @@ class ThreadsExecutor:
             gpu.begin_run(plan)
         # BLAS_LIMIT is process-wide and reference counted: other sessions may run meanwhile.
         # hold() inside the try and an idempotent release() in the finally: an interrupt
-        # anywhere between them cannot leave the limit held (see parallelgraph._blas).
+        # anywhere between them cannot leave the limit held (see executors.blas_threads).
         try:
             BLAS_LIMIT.hold(run)
             self._inter.run(run.work, workers)

@@ -1,6 +1,6 @@
 """`trace.explain()`: did the independent parts of my graph run in parallel — and if not, why?
 
-The report compares *branches* (`parallelgraph.branches`): by default the top-level scopes, or
+The report compares *branches* (`parallelgraph.trace.branches`): by default the top-level scopes, or
 for a trace without them the threads (or streams) that ran ops; any others can be named. For
 every pair it says how much they overlapped, and when they did not (overlap below
 `OVERLAPPED`) it names the first `Cause` that the trace supports, checked in this order:
@@ -31,7 +31,7 @@ change most likely to help, in the words of the tool that wrote the trace (`Trac
 TensorFlow's ConfigProto, PyTorch's torch.set_num_threads, JAX's devices, Python threads).
 
 Evidence first, words second: every cause comes with a typed record of the numbers behind it
-(`parallelgraph.evidence`), and the suggestion with the facts it rests on (`Advice`), so a
+(`parallelgraph.explain.evidence`), and the suggestion with the facts it rests on (`Advice`), so a
 statement can be checked against its numbers. Where the trace supports no cause the pair says
 "not determined" and names the experiment, in the producer's words, that would settle it. Only
 work counts (`parallelgraph.trace`): waiting and setup are left out of every number, and the
@@ -54,9 +54,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import analysis
-from ..branches import Branch, default_branches, select
-from ..evidence import Advice
+from ..trace import analysis
+from ..trace.branches import Branch, default_branches, select
 from .advice import Workers, gpu_suggestion, possible_workers, suggestion
 from .causes import (
     ALL_BUSY,
@@ -72,11 +71,12 @@ from .causes import (
     pair_report,
     short_share,
 )
+from .evidence import Advice
 from .notes import gpu_notes, left_out, notes
 
 if TYPE_CHECKING:
     from ..chrome.producers.base import Knobs
-    from ..trace import Trace
+    from ..trace.model import Trace
 
 __all__ = [
     "ALL_BUSY",

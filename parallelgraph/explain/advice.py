@@ -7,13 +7,13 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import analysis
-from ..evidence import EVERY_LANE_BUSY, Advice
+from ..trace import analysis
 from .causes import Cause, Context, PairReport, short_share
+from .evidence import EVERY_LANE_BUSY, Advice
 
 if TYPE_CHECKING:
     from ..chrome.producers.base import Knobs
-    from ..trace import Trace
+    from ..trace.model import Trace
 
 
 @dataclass(frozen=True)

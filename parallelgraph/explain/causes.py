@@ -1,5 +1,5 @@
 """Why two branches did not overlap: one check per cause, each returning the cause, its sentence
-and the typed record of the numbers behind it (`parallelgraph.evidence`); the order of the checks
+and the typed record of the numbers behind it (`explain.evidence`); the order of the checks
 and the thresholds are the package docstring's (`parallelgraph.explain`)."""
 
 from __future__ import annotations
@@ -10,9 +10,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import analysis
-from ..branches import Branch, overlap_of
-from ..evidence import (
+from ..plan import INEXPENSIVE_NS
+from ..trace import analysis
+from ..trace.branches import Branch, overlap_of
+from ..trace.lanes import LaneKind
+from .evidence import (
     EVERY_LANE_BUSY,
     AllBusyEvidence,
     DependencyEvidence,
@@ -23,12 +25,10 @@ from ..evidence import (
     ShortOpsEvidence,
     Undetermined,
 )
-from ..lanes import LaneKind
-from ..plan import INEXPENSIVE_NS
 
 if TYPE_CHECKING:
     from ..chrome.producers.base import Knobs
-    from ..trace import Trace, TraceEvent
+    from ..trace.model import Trace, TraceEvent
 
 
 #: Pairs overlapping at least this much "ran in parallel".
@@ -84,7 +84,7 @@ class PairReport:
     overlap: float
     cause: Cause | None
     detail: str
-    #: the numbers behind `cause` (a record of `parallelgraph.evidence`); None when overlapped
+    #: the numbers behind `cause` (a record of `explain.evidence`); None when overlapped
     evidence: Any = None
 
     @property

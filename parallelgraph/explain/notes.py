@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..trace import EventRole, covered
+from ..trace.model import EventRole, covered
 
 if TYPE_CHECKING:
-    from ..trace import Trace
+    from ..trace.model import Trace
     from .causes import PairReport
 
 
@@ -57,7 +57,7 @@ def notes(trace: Trace) -> tuple[str, ...]:
 
 
 def _jit_note(trace: Trace) -> tuple[str, ...] | None:
-    """What Numba's compiler cost this run (the session recorded it: `parallelgraph.jit_clock`)."""
+    """What Numba's compiler cost this run (the session recorded it: `kernels.jit_clock`)."""
     jit = trace.metadata.get("jit")
     if jit is None:  # a trace from before the jit record
         return (FIRST_RUN_NOTE,) if trace.metadata.get("run") == 0 else None

@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import stats
 from ..config import cpu_count
+from ..experiments import stats
+from ..experiments.machine_load import LoadMonitor, busy_note
 from ..interrupts import RELAY, end_listener
-from ..machine_load import LoadMonitor, busy_note
 from .knobs import Framework, framework
 from .pool import Stopped, Worker, Workers
 from .sweep import check_knobs, label_of, pickled_build, setup_request
@@ -349,7 +349,7 @@ class FrameworkDashboard:
                         )
             measured.busy = busy_note(monitor.load)
             if self.trace_steps and self.framework.profile is not None:
-                from ..trace import Trace
+                from ..trace.model import Trace
 
                 measured.trace = Trace.load(worker.ask("trace", self._stop.is_set))
         except Stopped:
@@ -382,7 +382,7 @@ class FrameworkDashboard:
         if measured.trace is not None:
             import matplotlib.pyplot as plt
 
-            from ..widgets import figure_png
+            from ..widgets.dashboard import figure_png
 
             figure = measured.trace.plot(
                 title=f"{self.framework.title} {measured.label}: traced step"

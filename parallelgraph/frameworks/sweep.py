@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 
 from ..config import Config, cpu_count
-from ..machine_load import LoadMonitor
-from ..sweeps import (
+from ..experiments.machine_load import LoadMonitor
+from ..experiments.sweeps import (
     MAX_CELLS,
     Measurement,
     SweepResult,
@@ -49,7 +49,7 @@ from ..sweeps import (
     _progress_bar,
     noise_summary,
 )
-from ..trace import Trace
+from ..trace.model import Trace
 from .knobs import CHECKS, PROFILE_PREFIX, Framework, framework
 from .pool import FrameworkError, Stopped, Worker, Workers
 from .travel import pack as pickled_build
@@ -303,7 +303,7 @@ def replay_config(knobs: Mapping[str, Any], read_back: Mapping[str, Any]) -> Con
 def predicted_ratio(trace: Trace, before: Config, after: Config) -> float | None:
     """Replayed makespan under `after` over that under `before` (None where the replay
     cannot model the trace)."""
-    from ..replay import simulate
+    from ..trace.replay import simulate
 
     try:
         return simulate(trace, after).makespan_ms / simulate(trace, before).makespan_ms

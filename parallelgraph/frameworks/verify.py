@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import stats
 from ..config import cpu_count
-from ..evidence import Advice
-from ..sweeps import Measurement, SweepResult
+from ..experiments import stats
+from ..experiments.sweeps import Measurement, SweepResult
+from ..explain.evidence import Advice
 from .knobs import Framework
 from .pool import Workers
 from .sweep import Runner, label_of, predicted_ratio, replay_config

@@ -12,7 +12,7 @@ Two kernels share that signature:
 
 `matmul_rows_blas` -- ``np.matmul(a[r0:r1], b, out=out[r0:r1])`` from Python. NumPy releases the
 GIL around OpenBLAS's sgemm/dgemm, so shards on several Python threads run truly in parallel.
-BLAS must be held to one thread (threadpoolctl, `parallelgraph._blas.single_threaded_blas`):
+BLAS must be held to one thread (threadpoolctl, `executors.blas_threads.single_threaded_blas`):
 the intra-op pool owns the parallelism, and an OpenBLAS pool under each shard would
 oversubscribe the cores. Measured on the 2-core dev VM (AMD EPYC, AVX2/FMA; float32, BLAS at
 one thread, GFLOP/s, median of 7):

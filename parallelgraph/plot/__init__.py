@@ -46,7 +46,7 @@ towards white, their labels grey; the title's last line says how many ops matche
 none did, says so and draws everything as usual.
 
 Memory (`memory=True`): a panel under the timeline, on the same time axis, with the live bytes
-of the run's op outputs over time per device (`parallelgraph.memory`, a model) and its peak;
+of the run's op outputs over time per device (`parallelgraph.trace.memory`, a model) and its peak;
 a trace without output sizes gets the panel with a note saying so.
 
 

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..trace import Trace
+from ..trace.model import Trace
 
 if TYPE_CHECKING:
     pass

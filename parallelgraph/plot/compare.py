@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..stats import speedup_text
-from ..trace import WORK, Trace
+from ..experiments.stats import speedup_text
+from ..trace.model import WORK, Trace
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -26,7 +26,7 @@ def compare(
     colours; each panel is titled with its makespan and the figure title gives the speed-up of
     each run against the first. `compare([a, b], labels=[...])` and `compare(a, b, ...)` both
     work. `branches`: two branches — scopes, "lane:NAME" or "op:PATTERN" (see
-    `parallelgraph.branches`) — whose overlap each panel's title gives. `title` replaces the
+    `parallelgraph.trace.branches`) — whose overlap each panel's title gives. `title` replaces the
     speed-up line on top; other keyword options (arrows, t0, t1, highlight) go to `gantt` for
     every panel (a memory panel is not one of them: `trace.plot(memory=True)` draws one per
     trace).

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..lanes import LaneKind, parse_lane
-from ..trace import WORK, EventRole, Trace, TraceEvent
+from ..trace.lanes import LaneKind, parse_lane
+from ..trace.model import WORK, EventRole, Trace, TraceEvent
 from .hover import BarIndex, add_hover
 from .layout import (
     MAX_LEGEND_CHARS,
@@ -178,7 +178,7 @@ def gantt(
     legend outside the axes; time_origin: ns timestamp that is 0 ms (default: the trace's first
     event); highlight: an op-name pattern or a list of them (fnmatch: "MatMul*", "net1/*"):
     matching ops drawn as usual, the others faded, the count in the title; memory: True adds a
-    panel with the live bytes of the op outputs under the timeline (`parallelgraph.memory`), or
+    panel with the live bytes of the op outputs under the timeline (`trace.memory`), or
     pass the Axes to draw it on when you pass `ax`.
 
     >>> figure = trace.plot(arrows=True)       # doctest: +SKIP

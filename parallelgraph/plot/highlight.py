@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..trace import TraceEvent
+from ..trace.model import TraceEvent
 
 if TYPE_CHECKING:
     pass

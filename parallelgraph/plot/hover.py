@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..trace import TraceEvent
+from ..trace.model import TraceEvent
 from .layout import OP_BOTTOM, OP_TOP, SHARD_BOTTOM, SHARD_TOP, x_pixels_per_unit
 
 if TYPE_CHECKING:

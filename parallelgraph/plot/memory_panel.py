@@ -1,5 +1,5 @@
 """The memory panel under a timeline: live bytes of the run's op outputs over time, per device
-(`parallelgraph.memory` computes them).
+(`parallelgraph.trace.memory` computes them).
 """
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ..trace import Trace
+from ..trace.model import Trace
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -44,7 +44,7 @@ def draw_memory(ax: Axes, trace: Trace, window: Window) -> None:
     from matplotlib.legend import Legend
     from matplotlib.patches import Patch
 
-    from ..memory import format_bytes, memory_profile
+    from ..trace.memory import format_bytes, memory_profile
 
     profile = memory_profile(trace)
     ax.parallelgraph_memory = profile

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..stats import TOO_FEW
+from ..experiments.stats import TOO_FEW
 from .figures import new_figure
 
 if TYPE_CHECKING:
-    from ..sweeps import SweepResult, SweepRow
+    from ..experiments.sweeps import SweepResult, SweepRow
 
 
 def _select(result: SweepResult, free: tuple[str, ...], fixed: dict[str, Any]) -> list[SweepRow]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from ..trace import Trace
+from ..trace.model import Trace
 
 __all__ = [
     "FRAMEWORK_TRACES",
@@ -111,7 +111,7 @@ class RecordedSweep:
 
 def framework_sweep(name: str = "pytorch") -> RecordedSweep:
     """The recorded sweep of the seed graph on `name` (see `FRAMEWORK_SWEEPS`)."""
-    from ..sweeps import SweepResult
+    from ..experiments.sweeps import SweepResult
 
     if name not in FRAMEWORK_SWEEPS:
         raise ValueError(f"no recorded sweep for {name!r}; choose from {FRAMEWORK_SWEEPS}")

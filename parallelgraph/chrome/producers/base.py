@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...lanes import LaneKind
-from ...trace import WORK, EventRole, TraceEvent
+from ...trace.lanes import LaneKind
+from ...trace.model import WORK, EventRole, TraceEvent
 from ..document import Document, Slice, Thread
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ...lanes import LaneKind
-from ...trace import EventRole
+from ...trace.lanes import LaneKind
+from ...trace.model import EventRole
 from ..document import Document, Thread
 from .base import Converted, Draft, Knobs, Producer, integer, scope_of
 

@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from ...lanes import LaneKind
-from ...trace import EventRole
+from ...trace.lanes import LaneKind
+from ...trace.model import EventRole
 from ..document import Document, Slice, Thread
 from .base import Converted, Draft, Knobs, Producer, scope_of, skipped_note
 

@@ -47,8 +47,8 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter, defaultdict
 
-from ...lanes import LaneKind
-from ...trace import EventRole
+from ...trace.lanes import LaneKind
+from ...trace.model import EventRole
 from ..document import Document, Slice, Thread
 from . import python
 from .base import Converted, Draft, Producer

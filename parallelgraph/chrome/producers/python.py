@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from ...trace import WORK, EventRole
+from ...trace.model import WORK, EventRole
 from ..document import Document, Slice
 from .base import Converted, Draft, Knobs, Producer, enclosing_names, thread_labels
 

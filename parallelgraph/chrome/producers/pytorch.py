@@ -40,7 +40,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from ...trace import EventRole
+from ...trace.model import EventRole
 from ..document import Document, Slice, Thread
 from ..metadata import event_id
 from .base import (

@@ -47,8 +47,8 @@ import re
 from collections import Counter, defaultdict
 from typing import Any
 
-from ...lanes import LaneKind
-from ...trace import EventRole
+from ...trace.lanes import LaneKind
+from ...trace.model import EventRole
 from ..document import Document, Slice, Thread
 from .base import Converted, Draft, Knobs, Producer, skipped_note
 

@@ -28,7 +28,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from ...lanes import LaneKind
+from ...trace.lanes import LaneKind
 from ..document import Document, Slice
 from .base import Converted, Draft, Knobs, Producer, scope_of, skipped_note
 

@@ -50,8 +50,8 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from ...lanes import LaneKind
-from ...trace import EventRole
+from ...trace.lanes import LaneKind
+from ...trace.model import EventRole
 from ..document import Document, Slice, Thread
 from .base import Converted, Draft, Knobs, Producer, innermost_range, scope_of, skipped_note
 from .xla import HASHED, device_lane, device_processes

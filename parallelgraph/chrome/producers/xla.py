@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...lanes import LaneKind
+from ...trace.lanes import LaneKind
 from ..document import Document, Slice
 from .base import Converted
 

@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from ..._blas import single_threaded_blas
 from ...config import Config
+from ..blas_threads import single_threaded_blas
 from ..pools import IntraOpPool
 from ..step import execute_step
 

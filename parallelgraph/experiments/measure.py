@@ -39,8 +39,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .session import Session
-from .trace import Trace
+from ..session import Session
+from ..trace.model import Trace
 
 Ending = Literal["done", "stopped", "interrupted"]
 

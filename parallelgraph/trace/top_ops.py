@@ -40,10 +40,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import intervals
-from .trace import WORK, TraceEvent, covered, nesting
+from .model import WORK, TraceEvent, covered, nesting
 
 if TYPE_CHECKING:
-    from .trace import Trace
+    from .model import Trace
 
 #: What a table can be sorted by (largest first; "name" alphabetically).
 ORDERS = ("total", "self", "count", "mean", "share", "name")

@@ -48,10 +48,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .plot import Highlight
-    from .session import Session
-    from .trace import Trace
-    from .widgets import Knobs, Result, Settings
+    from ..plot import Highlight
+    from ..session import Session
+    from ..trace.model import Trace
+    from .dashboard import Knobs, Result, Settings
 
 #: How many rows of `trace.top_ops()` the output area shows.
 TOP_OPS_ROWS = 10
@@ -108,7 +108,7 @@ def search_html(words: str) -> str:
 def top_ops_html(trace: Trace, patterns: Sequence[str] = (), limit: int = TOP_OPS_ROWS) -> str:
     """`trace.top_ops()` (by total time, its first `limit` rows) as a table with inline styles;
     rows whose name the search `patterns` match are marked (a yellow background, bold)."""
-    from .plot import name_matcher
+    from ..plot import name_matcher
 
     table = trace.top_ops(limit=limit)
     header, lines = table.table()
@@ -173,7 +173,7 @@ def save_trace(result: Result, folder: str | Path = ".", when: datetime | None =
 
 
 def saved_words(result: Result, path: Path) -> str:
-    from .widgets import drawn_words
+    from .dashboard import drawn_words
 
     return (
         f"Saved the run drawn (makespan {result.trace.makespan_ms:.2f} ms, "
@@ -265,7 +265,7 @@ def live_title(trace: Trace, repeat: int, planned: int) -> str:
 def live_figure(trace: Trace, repeat: int, planned: int, patterns: Sequence[str] = ()) -> Any:
     """The timeline of the latest repeat while the run goes, titled "running: repeat k of n"
     (with the search's highlight, like every timeline of the dashboard)."""
-    from .plot import gantt
+    from ..plot import gantt
 
     figure = gantt(trace, title=live_title(trace, repeat, planned), highlight=patterns or None)
     figure.parallelgraph_live = (repeat, planned)
@@ -397,7 +397,7 @@ class ViewerControls:
     def _restore_timeline(self) -> None:
         """Show the last result's timeline again (after a live drawing of a run that failed);
         hide the timeline when there is none (or it cannot be drawn again)."""
-        from . import widgets
+        from . import dashboard as widgets
 
         if self.result is not None:
             try:
@@ -417,7 +417,7 @@ class ViewerControls:
     def _on_search(self, change: dict[str, Any]) -> None:
         """The search box changed (Enter, or leaving it): highlight the matching ops in the
         timeline, without rerunning. While a run goes, its drawings take the new patterns."""
-        from .widgets import figure_for
+        from .dashboard import figure_for
 
         self._patterns = search_patterns(str(change["new"]))
         if self._busy or self.result is None or self.closed:

@@ -19,7 +19,7 @@ The design is ipywidgets' `interact_manual` pattern, in three layers:
    function, `preset_graph(preset, batch, hidden, dtype)`: `pg.dashboard(preset="wide")`.
 2. **A pure function of the settings.** `Settings` (the graph source, its parameters, the
    `Knobs`) is a frozen value; `Runner.run(settings) -> Result` builds the graph, opens a
-   Session, runs it through `parallelgraph.measure` (the one measured-run loop) and keeps the
+   Session, runs it through `experiments.measure` (the one measured-run loop) and keeps the
    graph and session for the next call, rebuilding only what a change requires:
    - a parameter or the device changed: a new graph (the build function runs in a fresh
      `pg.Graph` under `pg.device(...)`), hence a new session;
@@ -80,7 +80,7 @@ themselves only after the first run and while "rerun on change" is ticked; a cha
 the settings equal to the last run's does not rerun. Progress updates at most four times a
 second (each makes the browser redraw, which competes with the measurement on 2 cores).
 
-The viewer (`parallelgraph.dashboard_viewer` has the rules): a **search** box highlights the ops
+The viewer (`parallelgraph.widgets.viewer` has the rules): a **search** box highlights the ops
 whose names match its fnmatch patterns (comma-separated) in the timeline and says how many
 matched, redrawing without rerunning; a **top-ops** table (`trace.top_ops()`, first 10 rows) of
 the run drawn; **Save trace** writes the run drawn with its memory track to a file in the
@@ -108,17 +108,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
-from . import dashboard_viewer as viewer
-from . import stats
-from .config import EXECUTORS, STREAM_POLICIES, Config
-from .dtypes import FLOAT_DTYPES
-from .graph import Graph, Tensor
-from .interrupts import RELAY, end_listener
-from .machine_load import LoadMonitor, MachineLoad, busy_note
-from .measure import Measurement, Planned, Progress, StopSignal, run_schedule
-from .presets import PRESETS, Preset, build_preset
-from .session import Session
-from .trace import Trace
+from ..config import EXECUTORS, STREAM_POLICIES, Config
+from ..dtypes import FLOAT_DTYPES
+from ..experiments import stats
+from ..experiments.machine_load import LoadMonitor, MachineLoad, busy_note
+from ..experiments.measure import Measurement, Planned, Progress, StopSignal, run_schedule
+from ..experiments.presets import PRESETS, Preset, build_preset
+from ..graph import Graph, Tensor
+from ..interrupts import RELAY, end_listener
+from ..session import Session
+from ..trace.model import Trace
+from . import viewer
 
 BATCHES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 HIDDENS = (16, 32, 64, 128, 256, 512, 1024, 2048)
@@ -234,7 +234,7 @@ class GraphSource:
 
     def make(self, params: Mapping[str, Any], device: str) -> Built:
         """Build (or take) the graph for `params`, its ops placed on `device`."""
-        from .graph import device as device_scope
+        from ..graph import device as device_scope
 
         if self.graph is not None:
             return _built(self.graph, self.fetches)
@@ -274,7 +274,7 @@ def _tensors(fetches: Any) -> list[Tensor]:
 def preset_graph(
     preset: str = "two-networks", batch: int = 64, hidden: int = 256, dtype: str = "float32"
 ) -> Preset:
-    """The built-in graphs as one build function (`parallelgraph.presets` at explicit sizes:
+    """The built-in graphs as one build function (`experiments.presets` at explicit sizes:
     two-networks "small" is batch 64, hidden 256; wide/chain/random "small" is 64, 128).
 
     Ops go on the device of the surrounding `pg.device(...)` block, as any build function's.
@@ -285,7 +285,7 @@ def preset_graph(
 
 def _current_device() -> str | None:
     """The device of the innermost `pg.device` block of this thread (None: the default)."""
-    from .graph import _context
+    from ..graph import _context
 
     devices = _context().devices
     return devices[-1] if devices and devices[-1] != "cpu:0" else None
@@ -568,7 +568,7 @@ def figure_for(result: Result, pinned: Sequence[Result] = (), highlight: Sequenc
     `speedup_text`), not ratios of the drawn runs' makespans, which `plot.compare` would print
     and which could contradict them. One line per pin.
     """
-    from .plot import compare, gantt
+    from ..plot import compare, gantt
 
     patterns = tuple(highlight) or None
     pins = comparable(result, pinned)
@@ -1584,7 +1584,7 @@ def _dask_usable() -> bool:
 
 def _gpu_usable() -> bool:
     """Whether ops placed on gpu:0 run there (imports numba.cuda: only asked on gpu:0)."""
-    from .executors.cuda import gpu_available
+    from ..executors.cuda import gpu_available
 
     return gpu_available()
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from .intervals import Intervals, intersect, length
 
 if TYPE_CHECKING:
-    from .trace import Trace, TraceEvent
+    from .model import Trace, TraceEvent
 
 PREFIXES = ("scope:", "lane:", "op:", "device:")
 

@@ -10,7 +10,7 @@ Lanes are named "<pool>/<worker>": "inter-op/0" is the thread that called `Sessi
 "inter-op/1".. are inter-op pool workers, "intra-op/0".. the intra-op helpers. An op's event sits
 on the lane of the inter-op worker that ran it; its shard events sit on the lanes of whichever
 threads computed them (so shards on the op's own lane nest inside the op's bar). What a lane is
-(worker, helper, GPU stream, copies) is parsed once, by `parallelgraph.lanes`: ask `trace.lane`.
+(worker, helper, GPU stream, copies) is parsed once, by `trace.lanes`: ask `trace.lane`.
 
 Nesting is part of the model. Profilers of other frameworks record events inside events on one
 thread (PyTorch's `aten::linear` holds its `aten::addmm`; a Python tracer records every call
@@ -56,7 +56,19 @@ from . import intervals as intervals_module
 from .lanes import Lane, lane_of, parse_lane
 
 if TYPE_CHECKING:
-    from .plan import Plan
+    from ..plan import Plan
+
+
+class EventKind(str, enum.Enum):
+    """What an event is a bar of: a whole op, one shard of an op, or a copy between host and
+    device. A `str` enum: the value is what files record, and it compares equal to it."""
+
+    OP = "op"
+    SHARD = "shard"
+    COPY = "copy"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 class EventRole(str, enum.Enum):
@@ -85,7 +97,7 @@ class TraceEvent:
     op_type: str
     scope: str
     device: str
-    kind: str  # "op" | "shard" | "copy"
+    kind: EventKind
     lane: str
     start: int
     end: int
@@ -370,7 +382,7 @@ class Trace:
     ) -> Trace:
         """A trace over an executor's (kind, step, lane, start, end, shard) records; its
         metadata gains "fetches", the names of the ops whose values the run returns (what
-        `parallelgraph.memory` keeps live until the run ends)."""
+        `parallelgraph.trace.memory` keeps live until the run ends)."""
         trace = cls((), metadata)
         if "fetches" not in trace.metadata:
             trace.metadata["fetches"] = _fetched_ops(plan)
@@ -432,7 +444,7 @@ class Trace:
         return str(self.metadata.get("source", "parallelgraph"))
 
     def lane(self, name: str) -> Lane:
-        """What the lane `name` is (kind, pool, index): parsed once, see `parallelgraph.lanes`."""
+        """What the lane `name` is (kind, pool, index): parsed once, see `trace.lanes`."""
         return lane_of(name, self.metadata.get("lane_kinds"))
 
     # -- shape of the run -------------------------------------------------------------------
@@ -501,7 +513,7 @@ class Trace:
     # -- analysis -----------------------------------------------------------------------------
     def busy_intervals(self, branch: str) -> list[tuple[int, int]]:
         """When `branch` was running, as disjoint intervals: a scope (with its sub-scopes), a
-        lane or an op-name pattern (see `parallelgraph.branches`)."""
+        lane or an op-name pattern (see `parallelgraph.trace.branches`)."""
         from .branches import select
 
         return select(self, branch).busy
@@ -510,7 +522,7 @@ class Trace:
         """The fraction of the shorter branch's busy time during which the other was also busy.
 
         A branch is a scope ("net1"), a lane ("lane:cpu/PTThreadPool-1") or an op-name pattern
-        ("op:aten::*"); see `parallelgraph.branches`. 1.0: the shorter one ran entirely
+        ("op:aten::*"); see `parallelgraph.trace.branches`. 1.0: the shorter one ran entirely
         alongside the other; 0.0: they never ran at once.
         """
         from .branches import overlap
@@ -566,14 +578,14 @@ class Trace:
         ops); name others as scopes, "lane:NAME" or "op:PATTERN". `print(trace.explain())`;
         in a notebook the report renders as HTML.
         """
-        from .explain import explain
+        from ..explain import explain
 
         return explain(self, *branches)
 
     def top_ops(self, by: str = "total", limit: int | None = 20, group: str = "name") -> Any:
         """The op names that took the time: count, total, self time and share of the work per
         name, largest first (`by`: "total", "self", "count", "mean", "share", "name"); work
-        events only. A table that prints and renders in notebooks; see `parallelgraph.top_ops`.
+        events only. A table that prints and renders in notebooks; see `trace.top_ops`.
         """
         from .top_ops import top_ops
 
@@ -581,7 +593,7 @@ class Trace:
 
     def memory(self) -> Any:
         """Each op's output bytes and the bytes live over time, a model computed from the
-        events' shapes and dependencies (`parallelgraph.memory` says what it counts)."""
+        events' shapes and dependencies (`parallelgraph.trace.memory` says what it counts)."""
         from .memory import memory_profile
 
         return memory_profile(self)
@@ -590,14 +602,14 @@ class Trace:
     def to_chrome(self, memory: bool = False) -> dict[str, Any]:
         """This trace as a Chrome trace-event JSON object (chrome://tracing, Perfetto);
         `memory=True` adds the live bytes of `memory()` as counter events."""
-        from .chrome import to_chrome
+        from ..chrome import to_chrome
 
         return to_chrome(self, memory=memory)
 
     def save(self, path: str | Path, memory: bool = False) -> Path:
         """Write Chrome trace-event JSON to `path` and return the path; `memory=True` adds a
         memory track (counter events of `memory()`'s live bytes) for Perfetto."""
-        from .chrome import dump
+        from ..chrome import dump
 
         return dump(self, path, memory=memory)
 
@@ -606,13 +618,13 @@ class Trace:
         """Read a trace-event JSON file (`.json` or gzip): ours, or one written by TensorFlow,
         PyTorch, JAX, ONNX Runtime, Ray, py-spy, viztracer or another tool (see
         `parallelgraph.chrome`); `max_bytes`: a larger budget for the decompressed text."""
-        from .chrome import load
+        from ..chrome import load
 
         return load(path, max_bytes=max_bytes)
 
     def plot(self, ax: Any = None, **options: Any) -> Any:
         """A Gantt chart of this trace (a matplotlib Figure); see `parallelgraph.plot.gantt`."""
-        from .plot import gantt
+        from ..plot import gantt
 
         return gantt(self, ax=ax, **options)
 

@@ -45,10 +45,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from .trace import WORK, TraceEvent
+from .model import WORK, TraceEvent
 
 if TYPE_CHECKING:
-    from .trace import Trace
+    from .model import Trace
 
 _OUTPUT = re.compile(r"->\s*\(([0-9,\s]*)\)\s*([A-Za-z][A-Za-z0-9_]*)\s*$")
 #: Item sizes of the dtypes a shapes text can name (parallelgraph's, and the common others).

@@ -43,13 +43,13 @@ from typing import Any
 
 import numpy as np
 
+from ..config import ALIASES, Config
+from ..graph import Graph
+from ..session import Session
+from ..trace.model import Trace
 from . import stats
-from .config import ALIASES, Config
-from .graph import Graph
 from .machine_load import LoadMonitor, MachineLoad, busy_note
 from .measure import Planned, run_schedule
-from .session import Session
-from .trace import Trace
 
 SHORT_NAMES = {"inter": "inter_op_threads", "intra": "intra_op_threads"}
 CONFIG_KEYS = {f.name for f in fields(Config)}
@@ -115,7 +115,7 @@ class SweepResult:
         """Whether grid key `key` is a setting (a Config field, or the framework's knob) rather
         than a parameter of the build function."""
         if self.framework is not None:
-            from .frameworks.knobs import framework
+            from ..frameworks.knobs import framework
 
             return key in framework(self.framework).knobs
         return _config_key(key) is not None
@@ -339,12 +339,12 @@ class SweepResult:
 
     # -- pictures -------------------------------------------------------------------------------
     def heatmap(self, x: str = "inter", y: str = "intra", **fixed: Any) -> Any:
-        from .plot.sweeps import heatmap
+        from ..plot.sweeps import heatmap
 
         return heatmap(self, x, y, **fixed)
 
     def speedup_curve(self, x: str, hue: str | None = None, **fixed: Any) -> Any:
-        from .plot.sweeps import speedup_curve
+        from ..plot.sweeps import speedup_curve
 
         return speedup_curve(self, x, hue, **fixed)
 
@@ -363,7 +363,7 @@ class SweepResult:
         baseline by default) against the setting the advice asks for, in fresh workers,
         interleaved; see `parallelgraph.frameworks.verify`. `advice`: an Advice, an
         explain() report, a setting such as {"intra": 2}, or None (explain the cell's trace)."""
-        from .frameworks.verify import verify
+        from ..frameworks.verify import verify
 
         index = self._cell_index(params) if params else self.baseline
         return verify(self, index, advice, repeats)
@@ -423,7 +423,7 @@ def sweep(
     if grid is None or isinstance(grid, Mapping):
         grid = {**(grid or {}), **grid_values}
     if framework is not None:
-        from .frameworks.sweep import framework_sweep
+        from ..frameworks.sweep import framework_sweep
 
         return framework_sweep(
             build, framework, grid, repeats=repeats, warmup=warmup, seed=seed,
@@ -593,7 +593,7 @@ def _progress_bar(total: int, enabled: bool) -> Any:
 def _predict(result: SweepResult) -> None:
     """Predicted makespan of each cell: the median trace of the cell with the same graph and
     the baseline's config, replayed (`simulate`) under the cell's config."""
-    from .replay import simulate
+    from ..trace.replay import simulate
 
     _, base_settings = result.split(result.cells[result.baseline])
     references: dict[tuple, Trace] = {}

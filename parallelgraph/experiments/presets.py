@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .graph import Graph, Tensor, device, scope
-from .ops import add, add_n, matmul, random_normal, reduce_sum, relu, tanh, variable
+from ..graph import Graph, Tensor, device, scope
+from ..ops import add, add_n, matmul, random_normal, reduce_sum, relu, tanh, variable
 
 #: (batch, input, hidden, output) of the two-network graph, as in the issue tracker.
 TWO_NETWORK_SIZES = {

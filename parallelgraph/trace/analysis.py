@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .intervals import intersect, length, merge, subtract
-from .trace import WORK, TraceEvent
+from .model import WORK, TraceEvent
 
 if TYPE_CHECKING:
-    from .trace import Trace
+    from .model import Trace
 
 
 @dataclass(frozen=True)

@@ -50,11 +50,11 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..config import Config, cpu_count
 from .analysis import computing_pieces, outermost_inputs
-from .config import Config, cpu_count
 from .cycles import require_acyclic
 from .lanes import LaneKind, parse_lane
-from .trace import Trace, TraceEvent
+from .model import Trace, TraceEvent
 
 #: Time for a sleeping thread to wake up and start (measured on the 2-core VM: ~100 us for a
 #: second inter-op worker, ~100-190 us for an intra-op helper's first shard).
@@ -420,7 +420,7 @@ def replay_streams(
     copies keep their measured place. Kernels on different streams are assumed not to slow each
     other down — true for kernels that leave the GPU room, optimistic for kernels that fill it.
     """
-    from .streams import POLICIES
+    from ..streams import POLICIES
 
     interval = launch_interval(ops)
     ordered = sorted(ops, key=lambda e: e.start)

@@ -30,7 +30,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from .intervals import length, merge
+from ..trace.intervals import length, merge
 
 clock = time.perf_counter_ns
 
@@ -149,7 +149,7 @@ def start_numba() -> float:
         CLOCK.install()
         import numpy as np
 
-        from .kernels import elementwise
+        from . import elementwise
 
         one = np.ones((1, 1), np.float32)
         elementwise.add_rows(one, one, np.empty_like(one), 0, 1)

@@ -55,7 +55,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import cpu_count
+from ..config import cpu_count
 
 #: Other processes using at least this many cores on average make the machine busy. A quiet
 #: machine's daemons use a few hundredths of a core, and the tick rounding over a second is a

@@ -1,0 +1,39 @@
+"""Traces: the model of what ran where and when, and everything read from it.
+
+A trace is the hand-off between the stages: executors (or an imported profiler file) produce it,
+and analysis, explain(), the replay, the plots and the exporters only read it.
+
+- `model`: `TraceEvent`, `EventRole`, the executors' record tuples, nesting, and `Trace`.
+- `lanes`: what a lane (a timeline row) is, parsed once from its name.
+- `intervals`: half-open time intervals, the arithmetic every analysis is built from.
+- `analysis`: work, the critical path, bounds, utilisation, idle gaps, dependencies.
+- `branches`: scopes picked by pattern and how much they overlapped.
+- `top_ops`, `memory`: the top-ops table and the memory profile.
+- `cycles`, `replay`: a trace's dependency order and its what-if replay under other settings.
+"""
+
+from .model import (
+    WORK,
+    CopyRecord,
+    EventKind,
+    EventRole,
+    StepRecord,
+    Trace,
+    TraceEvent,
+    intersection_length,
+    merge_intervals,
+    nest,
+)
+
+__all__ = [
+    "WORK",
+    "CopyRecord",
+    "EventKind",
+    "EventRole",
+    "StepRecord",
+    "Trace",
+    "TraceEvent",
+    "intersection_length",
+    "merge_intervals",
+    "nest",
+]
