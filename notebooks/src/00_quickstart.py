@@ -8,6 +8,7 @@
 
 # %%
 import parallelgraph as pg
+from parallelgraph.experiments.machine_load import LoadMonitor, busy_note
 from parallelgraph.experiments.measure import measure_interleaved
 from parallelgraph.experiments.stats import speedup_text
 
@@ -55,13 +56,16 @@ print(f"inter-op 2 against inter-op 1: {one_each}")
 # slow run can turn a gain into a loss. So we time several runs of each setting, *interleaved*
 # (run 1 of each, then run 2 of each, ...: a machine that gets busier slows both alike), and
 # give the ratio of the medians with its 95% bootstrap confidence interval. It is called
-# *faster* or *slower* only when that interval excludes 1.0, otherwise *within noise*.
+# *faster* or *slower* only when that interval excludes 1.0, otherwise *within noise*. When other
+# processes kept the machine's cores busy meanwhile, a last line says so: then no interval is
+# worth much, and the cure is a quiet machine or more repeats.
 
 # %%
 sessions = {
     inter: pg.Session(g, pg.Config(inter_op_threads=inter, intra_op_threads=1)) for inter in (1, 2)
 }
-runs = measure_interleaved(sessions, out, repeats=9, warmup=1)
+with LoadMonitor() as monitor:  # what else used the CPUs while we measured
+    runs = measure_interleaved(sessions, out, repeats=9, warmup=1)
 for session in sessions.values():
     session.close()
 measured = speedup_text(runs[1].makespans_ms, runs[2].makespans_ms)
@@ -69,6 +73,9 @@ for inter, run in runs.items():
     q1, q3 = run.quartiles_ms()
     print(f"inter-op {inter}: median {run.median_ms:6.1f} ms of 9 runs (IQR {q1:.1f}-{q3:.1f})")
 print(f"inter-op 2 against inter-op 1: {measured}")
+busy = busy_note(monitor.load, threads_used=2)
+if busy:  # nothing is said on a quiet machine
+    print(f"Busy machine: {busy}.")
 
 # %% [markdown]
 # The timelines of the two traced runs. Each panel's heading compares those two runs alone, one

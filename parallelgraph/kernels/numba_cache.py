@@ -26,7 +26,7 @@ import sys
 import tempfile
 import warnings
 
-KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels")
+KERNELS = os.path.dirname(os.path.abspath(__file__))  # this module lives among the kernels
 #: What `prepare()` decided: "in-tree" (Numba's own places), "user" (NUMBA_CACHE_DIR set by
 #: the user, or by us: `folder`), or "uncached".
 state = {"mode": None, "folder": None}
