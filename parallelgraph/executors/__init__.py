@@ -8,16 +8,23 @@
 
 Every executor runs a step with `step.execute_step` (so outputs are bit-identical), owns the
 threads or cluster it started and releases them in `close()`, and serves one run at a time (the
-Session serializes runs). `make_executor(config)` is the one place that picks one.
+Session serializes runs). `make_executor(config)` is the one place that picks one, by the
+executor's record in `registry.py` (its capabilities too: other stages ask those, never names).
+
+This package's `__init__` imports nothing of ours at module level, so `config.py` can read
+`executors.registry` without a cycle; the executor classes load on first use.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..config import Config
-from ..plan import Plan, Step
-from .cpu import SequentialExecutor, ThreadsExecutor
+from .registry import EXECUTOR_NAMES, ExecutorSpec, executor_spec
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..plan import Plan, Step
+    from .cpu import SequentialExecutor, ThreadsExecutor
 
 
 class RunOutcome(Protocol):
@@ -41,20 +48,27 @@ class Executor(Protocol):
 
 
 def make_executor(config: Config) -> Executor:
-    """The executor named by `config.executor` (thread counts already resolved)."""
-    if config.executor == "sequential":
-        return SequentialExecutor(config)
-    if config.executor == "dask":
-        from .dask import DaskExecutor  # imports dask.distributed only when asked for
+    """The executor named by `config.executor` (thread counts already resolved); its module
+    is imported now, so dask.distributed only when a dask executor is asked for."""
+    return executor_spec(config.executor).create(config)
 
-        return DaskExecutor(config)
-    return ThreadsExecutor(config)
+
+def __getattr__(name: str) -> Any:
+    # The CPU executors, importable from here as before, load on first use (see the docstring).
+    if name in ("SequentialExecutor", "ThreadsExecutor"):
+        from . import cpu
+
+        return getattr(cpu, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
+    "EXECUTOR_NAMES",
     "Executor",
+    "ExecutorSpec",
     "RunOutcome",
     "SequentialExecutor",
     "ThreadsExecutor",
+    "executor_spec",
     "make_executor",
 ]
