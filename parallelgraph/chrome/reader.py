@@ -14,9 +14,10 @@ any trace-event file). What is common to all of them happens here:
   for work on other lanes are found by their timing (`roles.infer_waiting`);
 - **program order**: on the lanes the producer says ran in program order, each outermost work
   op comes `after` the one before it;
-- **metadata**: `source` (the producer), `lane_kinds` (what the producer knows about lanes whose
-  names do not say it), `notes` (what was left out or repaired, and why), and `imported` (the
-  file and its header, e.g. PyTorch's deviceProperties).
+- **metadata**: `source` (the producer), `lane_kinds` (the kind of every lane, as the producer
+  decided it: our lane-naming rules are for our own files only), `notes` (what was left out or
+  repaired, and why), and `imported` (the file and its header, e.g. PyTorch's
+  deviceProperties).
 """
 
 from __future__ import annotations
@@ -164,8 +165,9 @@ def _metadata(document: Document, source: str, converted: Any) -> dict[str, Any]
     if document.header:
         imported["header"] = document.header  # e.g. PyTorch's schemaVersion, deviceProperties
     metadata: dict[str, Any] = {"source": source, "imported": imported}
-    if converted.lane_kinds:
-        metadata["lane_kinds"] = {lane: kind.value for lane, kind in converted.lane_kinds.items()}
+    kinds = converted.every_lane_kind()  # a foreign file's lane names are not ours to parse
+    if kinds:
+        metadata["lane_kinds"] = {lane: kind.value for lane, kind in kinds.items()}
     notes = [*document.notes, *converted.notes]
     if notes:
         metadata["notes"] = notes

@@ -36,10 +36,19 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class CriticalPath:
-    """The longest dependent chain of ops; `length` in ns is the sum of their durations."""
+    """The longest dependent chain of ops; `length_ns` is the sum of their work."""
 
     ops: tuple[TraceEvent, ...]
-    length: int
+    length_ns: int
+
+    @property
+    def length(self) -> int:
+        """`length_ns`, under its name before units were spelled out."""
+        return self.length_ns
+
+    @property
+    def length_s(self) -> float:
+        return self.length_ns / 1e9
 
     @property
     def names(self) -> list[str]:
@@ -85,7 +94,7 @@ def outermost_inputs(trace: Trace, program_order: bool = False) -> dict[str, set
     return inputs
 
 
-def total_work(trace: Trace) -> int:
+def total_work_ns(trace: Trace) -> int:
     """Compute time in ns: shards summed for sharded ops, op work for the other outermost
     ops, plus copies (nested events are part of their parent's time; waiting and setup are not
     work)."""
@@ -172,10 +181,10 @@ def concurrency(trace: Trace, ops_only: bool = False) -> float:
     return busy_many / busy_any if busy_any else 0.0
 
 
-def lower_bound(trace: Trace, workers: int | None = None) -> int:
+def lower_bound_ns(trace: Trace, workers: int | None = None) -> int:
     """max(work / P, critical path) in ns; P defaults to the number of lanes that computed."""
     workers = workers or max(1, len(compute_lanes(trace)))
-    return max(total_work(trace) // workers, critical_path(trace).length)
+    return max(total_work_ns(trace) // workers, critical_path(trace).length_ns)
 
 
 def input_wait(trace: Trace, events: Iterable[TraceEvent]) -> list[int]:
@@ -202,10 +211,11 @@ def gpu_busy(trace: Trace) -> float | None:
 def utilization(trace: Trace) -> dict[str, float]:
     """Busy fraction of the makespan, per lane."""
     span = trace.end - trace.start
-    return {lane: (busy * 1e9 / span if span else 0.0) for lane, busy in trace.lane_busy().items()}
+    busy = trace.lane_busy_s()
+    return {lane: (seconds * 1e9 / span if span else 0.0) for lane, seconds in busy.items()}
 
 
-def idle_gaps(trace: Trace, lane: str, minimum_ns: int = 0) -> list[tuple[int, int]]:
+def idle_gaps_ns(trace: Trace, lane: str, minimum_ns: int = 0) -> list[tuple[int, int]]:
     """Intervals (ns) inside the run where `lane` was idle, longest first is not implied."""
     busy = trace.work_intervals.get(lane, [])
     gaps, cursor = [], trace.start
@@ -357,3 +367,9 @@ def exclusive_time(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[t
     both = intersect(a, b)
     union = merge([*a, *b])
     return subtract(union, both)
+
+
+#: The names before units were spelled out (`pg.analysis.total_work` and friends, in ns).
+total_work = total_work_ns
+lower_bound = lower_bound_ns
+idle_gaps = idle_gaps_ns

@@ -469,13 +469,19 @@ class Trace:
         return self._bounds
 
     @property
-    def makespan(self) -> float:
+    def makespan_s(self) -> float:
         """Seconds from the first work's start to the last work's end (waiting and setup
         around the work are not part of the run's time)."""
         return (self.end - self.start) / 1e9
 
     @property
+    def makespan(self) -> float:
+        """`makespan_s` (seconds), under the name the README and older code use."""
+        return self.makespan_s
+
+    @property
     def makespan_ms(self) -> float:
+        """`makespan_s` in milliseconds."""
         return (self.end - self.start) / 1e6
 
     @property
@@ -529,29 +535,29 @@ class Trace:
 
         return overlap(self, branch_a, branch_b)
 
-    def lane_busy(self) -> dict[str, float]:
+    def lane_busy_s(self) -> dict[str, float]:
         """Busy seconds per lane: its time in work (nested time counts once; waiting and setup
         do not count)."""
         work = self.work_intervals
         return {lane: intervals_module.length(work.get(lane, [])) / 1e9 for lane in self.lanes}
 
-    def work(self) -> float:
+    def work_s(self) -> float:
         """Compute seconds: shard time for sharded ops, op time for the rest (see analysis)."""
-        from .analysis import total_work
+        from .analysis import total_work_ns
 
-        return total_work(self) / 1e9
+        return total_work_ns(self) / 1e9
 
     def critical_path(self) -> Any:
-        """The longest chain of dependent ops: `.ops`, `.names`, `.length` (ns)."""
+        """The longest chain of dependent ops: `.ops`, `.names`, `.length_ns`."""
         from .analysis import critical_path
 
         return critical_path(self)
 
-    def lower_bound(self, workers: int | None = None) -> float:
+    def lower_bound_s(self, workers: int | None = None) -> float:
         """max(work / P, critical path) in seconds; P = lanes in the trace unless given."""
-        from .analysis import lower_bound
+        from .analysis import lower_bound_ns
 
-        return lower_bound(self, workers) / 1e9
+        return lower_bound_ns(self, workers) / 1e9
 
     def utilization(self) -> dict[str, float]:
         """Busy fraction of the makespan per lane."""
@@ -559,17 +565,35 @@ class Trace:
 
         return utilization(self)
 
-    def idle_gaps(self, lane: str, minimum_ms: float = 0.0) -> list[tuple[float, float]]:
+    def idle_gaps_ms(self, lane: str, minimum_ms: float = 0.0) -> list[tuple[float, float]]:
         """(start_ms, end_ms) from the trace start of each idle stretch of `lane`."""
-        from .analysis import idle_gaps
+        from .analysis import idle_gaps_ns
 
         if lane not in self.all_lanes and lane not in self.work_intervals:
             raise ValueError(f"no lane {lane!r} in this trace; its lanes: {self.all_lanes}")
         origin = self.start
         return [
             ((start - origin) / 1e6, (end - origin) / 1e6)
-            for start, end in idle_gaps(self, lane, int(minimum_ms * 1e6))
+            for start, end in idle_gaps_ns(self, lane, int(minimum_ms * 1e6))
         ]
+
+    # The names before units were spelled out (README, notebooks and users call them): each
+    # is its suffixed twin, so one rule holds -- a public time says its unit.
+    def lane_busy(self) -> dict[str, float]:
+        """`lane_busy_s()`: busy seconds per lane."""
+        return self.lane_busy_s()
+
+    def work(self) -> float:
+        """`work_s()`: compute seconds."""
+        return self.work_s()
+
+    def lower_bound(self, workers: int | None = None) -> float:
+        """`lower_bound_s()`: the lower bound in seconds."""
+        return self.lower_bound_s(workers)
+
+    def idle_gaps(self, lane: str, minimum_ms: float = 0.0) -> list[tuple[float, float]]:
+        """`idle_gaps_ms()`: idle stretches of `lane` in ms from the trace start."""
+        return self.idle_gaps_ms(lane, minimum_ms)
 
     def explain(self, *branches: str) -> Any:
         """A plain-language report: did the branches overlap, if not why, and what would help.

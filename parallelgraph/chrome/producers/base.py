@@ -84,7 +84,14 @@ class Draft:
 @dataclass
 class Converted:
     """A producer's result: the events, which slice became which op, the dependencies, the
-    kinds of lanes whose names do not say it, and notes on what was left out."""
+    kinds of its lanes, and notes on what was left out.
+
+    `lane_kinds` is the producer's word on what its lanes are: our lane-naming rules
+    (`parallelgraph.trace.lanes.parse_lane`) are for our own traces, and a foreign file's thread
+    called "transfer" or "memcpy" is a thread that computed. A producer lists its streams, copy
+    lanes and helpers; every lane it does not list is a thread that runs ops (`every_lane_kind`),
+    and the reader records that kind for every lane of the trace.
+    """
 
     drafts: list[Draft] = field(default_factory=list)
     owner: dict[int, Draft] = field(default_factory=dict)  # slice index -> op-level draft
@@ -101,6 +108,15 @@ class Converted:
         for piece in slices:
             self.owner[piece.index] = draft.parent or draft
         return draft
+
+    def every_lane_kind(self) -> dict[str, LaneKind]:
+        """The kind of every lane with an event: the producer's record (`lane_kinds`), else a
+        worker thread (see the class docstring)."""
+        kinds: dict[str, LaneKind] = {}
+        for draft in self.drafts:
+            if draft.lane not in kinds:
+                kinds[draft.lane] = self.lane_kinds.get(draft.lane, LaneKind.WORKER)
+        return kinds
 
 
 @dataclass(frozen=True)

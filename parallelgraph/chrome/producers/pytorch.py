@@ -40,6 +40,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from ...trace.lanes import LaneKind
 from ...trace.model import EventRole
 from ..document import Document, Slice, Thread
 from ..metadata import event_id
@@ -253,6 +254,7 @@ def convert(document: Document) -> Converted:
         if pid in gpu_pids:
             device = f"gpu:{piece.args.get('device', pid)}"
             lane = f"{device}/stream/{piece.args.get('stream', tid)}"
+            converted.lane_kinds[lane] = LaneKind.STREAM
         else:
             device, lane = "cpu", lanes[piece.thread]
         cat = piece.cat

@@ -28,7 +28,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from ...devices import DeviceKind, device_kind
 from ...trace.lanes import LaneKind
+from ...trace.model import EventKind
 from ..document import Document, Slice
 from .base import Converted, Draft, Knobs, Producer, scope_of, skipped_note
 
@@ -132,13 +134,16 @@ def _tf_kernels(
     """The op of a node that ran GPU kernels: the kernel, or a span of them with shards."""
 
     def draft(piece: Slice, device: TfDevice, kind: str, **extra: Any) -> Draft:
+        lane = f"{device.path}/{piece.thread[1]}"
+        if device.path.endswith("/memcpy"):  # GPU work on it makes it a stream (`convert`)
+            converted.lane_kinds.setdefault(lane, LaneKind.COPY)
         return Draft(
             name=node,
             op_type=op_type,
             scope=scope_of(node),
             device=device.device,
             kind=kind,
-            lane=f"{device.path}/{piece.thread[1]}",
+            lane=lane,
             start=piece.start,
             end=piece.end,
             **extra,
@@ -200,7 +205,7 @@ def convert(document: Document) -> Converted:
     for node, inputs in wanted:
         converted.edges.extend((ops[name], ops[node]) for name in inputs if name in ops)
     for draft in converted.drafts:
-        if draft.device.startswith("gpu") and draft.kind != "copy":
+        if device_kind(draft.device) is DeviceKind.GPU and draft.kind != EventKind.COPY:
             converted.lane_kinds[draft.lane] = LaneKind.STREAM
     return converted
 
