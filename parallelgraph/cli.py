@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from .config import MAX_STREAMS, MAX_THREADS, STREAM_POLICIES, Config
 from .errors import GraphError, OpError
+from .executors.registry import EXECUTOR_NAMES, REGISTRY, executor_spec
 from .experiments.machine_load import LoadMonitor, MachineLoad, busy_note
 from .experiments.measure import Measurement, measure, measure_interleaved
 from .experiments.presets import PRESETS, TWO_NETWORK_SIZES, Preset, build_preset
@@ -98,7 +99,7 @@ def make_parser() -> argparse.ArgumentParser:
     run.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     run.add_argument("--inter", type=_thread_count, default=0, help="inter-op threads (0 = cores)")
     run.add_argument("--intra", type=_thread_count, default=0, help="intra-op threads (0 = cores)")
-    run.add_argument("--executor", default="threads", choices=["sequential", "threads", "dask"])
+    run.add_argument("--executor", default="threads", choices=EXECUTOR_NAMES)
     run.add_argument("--address", help="executor dask: scheduler address (default: a LocalCluster)")
     run.add_argument("--device", default="cpu", choices=["cpu", "gpu"], help="place the graph")
     run.add_argument("--streams", type=_stream_count, default=1, help="CUDA streams")
@@ -171,9 +172,10 @@ def summarize(preset: Preset, config: Config, measurement: Measurement) -> dict[
 
 def command_run(args: argparse.Namespace) -> int:
     device_name = "gpu:0" if args.device == "gpu" else None
-    if args.address is not None and args.executor != "dask":
+    if args.address is not None and not executor_spec(args.executor).distributed:
+        needs = " or ".join(name for name, spec in REGISTRY.items() if spec.distributed)
         raise ValueError(
-            f"--address {args.address!r} is a Dask scheduler's: it needs --executor dask "
+            f"--address {args.address!r} is a Dask scheduler's: it needs --executor {needs} "
             f"(this run's executor is {args.executor!r})"
         )
     preset = build_preset(args.preset, args.size, args.dtype, device_name)

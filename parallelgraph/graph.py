@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .devices import Device
+from .devices import CPU0, Device
 from .dtypes import Shape
 from .errors import GraphError
 
@@ -52,7 +52,8 @@ class Op:
     type: str
     name: str
     scope: str
-    device: str
+    #: Where the op was placed (a `Device`: a "kind:index" str that knows its kind).
+    device: Device
     inputs: tuple[Tensor, ...]
     attrs: Mapping[str, Any]
     shape: Shape
@@ -209,7 +210,7 @@ class Graph:
         """Append an op whose shape and dtype were already inferred; builders call this."""
         context = _context()
         scope = "/".join(context.scopes)
-        device = context.devices[-1] if context.devices else "cpu:0"
+        device = context.devices[-1] if context.devices else CPU0
         with self._lock:
             if self._finalized:
                 raise GraphError(
@@ -256,7 +257,7 @@ class _BuilderContext(threading.local):
     def __init__(self) -> None:
         self.graphs: list[Graph] = []
         self.scopes: list[str] = []
-        self.devices: list[str] = []
+        self.devices: list[Device] = []
 
 
 _local = _BuilderContext()
@@ -299,7 +300,7 @@ def scope(name: str) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def device(spec: str | None) -> Iterator[str | None]:
+def device(spec: str | None) -> Iterator[Device | None]:
     """Place ops built inside the block on `spec` ("cpu:0", "gpu:0"); None means the default.
 
     With `Config(soft_placement=True)` (the default) a session runs ops placed on a missing
@@ -307,7 +308,7 @@ def device(spec: str | None) -> Iterator[str | None]:
     """
     normalized = None if spec is None else parse_device(spec)
     devices = _context().devices
-    devices.append(normalized if normalized is not None else "cpu:0")
+    devices.append(normalized if normalized is not None else CPU0)
     try:
         yield normalized
     finally:

@@ -33,10 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import Config
+from .costs import INEXPENSIVE_NS
+from .devices import CPU0, Device
 from .errors import GraphError, describe
+from .executors.registry import executor_spec
 from .graph import Graph, Op
 from .ops.fused import fuse_epilogues
 from .ops.registry import Cost, OpDef, opdef
+from .plan_notes import NoteKind, PlanNote
 
 #: A shard should carry at least this much estimated work: a hand-off to another thread costs
 #: 15-40 us on this kind of machine, and ~50 us shards gained nothing in measurements.
@@ -45,11 +49,6 @@ MIN_SHARD_NS = 250_000
 MAX_SHARDS = 16
 #: Cost-model throughputs (one core): memory traffic, and arithmetic of non-BLAS ops.
 BYTES_PER_NS = 8.0
-#: A CPU step estimated under this is inexpensive: the worker that makes it ready runs it, and
-#: no other worker is woken for it (as TensorFlow's executor runs inexpensive ops inline). An
-#: op that small is mostly Python, which holds the GIL: a second thread cannot run it at the
-#: same time, and waking one costs more than the op (benchmarks/RESULTS.md, tiny ops).
-INEXPENSIVE_NS = 20_000
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,7 @@ class Step:
     input_slots: tuple[int, ...]
     consumers: tuple[int, ...]
     shards: tuple[tuple[int, int], ...]
-    device: str
+    device: Device
     cost: Cost
     #: CUDA stream index of a GPU step (None on the CPU).
     stream: int | None = None
@@ -94,8 +93,9 @@ class Plan:
     slot_uses: tuple[int, ...]
     #: Slots that must survive the run (fetches and sources).
     kept_slots: frozenset[int]
-    #: Human-readable notes, e.g. soft placement moving an op.
-    notes: tuple[str, ...]
+    #: What the planner decided that a user should know (soft placement moving an op, ...):
+    #: `PlanNote`s, each a sentence with its kind, op and device (`plan_notes.py`).
+    notes: tuple[PlanNote, ...]
     #: How many CUDA streams GPU steps use (0: no GPU step).
     streams: int = 0
     #: priority[i]: rank of step i among ready steps (lower first; see the module docstring).
@@ -195,28 +195,31 @@ def shard_bounds(definition: OpDef, op: Op) -> tuple[tuple[int, int], ...]:
     return tuple(bounds)
 
 
-def place(op: Op, config: Config, gpu_available: bool = False) -> tuple[str, str | None]:
+def place(op: Op, config: Config, gpu_available: bool = False) -> tuple[Device, PlanNote | None]:
     """The device an op runs on, and a note when soft placement moved it.
 
-    "worker:N" pins an op to the N-th Dask worker (sorted by address) under the dask executor;
-    elsewhere it is soft-placed on cpu:0. Dask workers run CPU kernels only, so GPU ops under
-    the dask executor are soft-placed too.
+    "worker:N" pins an op to the N-th worker (sorted by address) under an executor that pins
+    workers (dask); elsewhere it is soft-placed on cpu:0. GPU ops run on cpu:0 under an executor
+    that runs no GPU steps: always under the CPU reference (`cpu_only`: sequential), by soft
+    placement elsewhere (dask: its workers run CPU kernels only).
     """
-    if config.executor == "dask":
-        if op.device.startswith("worker:"):
-            return op.device, None
-        gpu_available = False
-    if op.device == "cpu:0" or (op.device == "gpu:0" and gpu_available):
-        return op.device, None
-    if config.executor == "sequential" and op.device.startswith("gpu:"):
-        return "cpu:0", f"{op.name}: placed on {op.device}, ran on cpu:0 (sequential: CPU only)"
+    spec = executor_spec(config.executor)
+    device = Device(op.device)
+    if spec.pins_workers and device.is_worker:
+        return device, None
+    usable_gpu = gpu_available and spec.runs_gpu_steps
+    if device == CPU0 or (device == "gpu:0" and usable_gpu):
+        return device, None
+    if device.is_gpu and spec.cpu_only:
+        why = f"{spec.name}: CPU only"
+        return CPU0, PlanNote.moved(op.name, device, NoteKind.CPU_ONLY, why)
     if not config.soft_placement:
         raise GraphError(
-            f"op {describe(op)} is placed on {op.device}, which this session cannot use "
+            f"op {describe(op)} is placed on {device}, which this session cannot use "
             f"(executor {config.executor!r}, no such device); set "
             "Config(soft_placement=True) to run it on cpu:0 instead"
         )
-    return "cpu:0", f"{op.name}: placed on {op.device}, ran on cpu:0 (soft placement)"
+    return CPU0, PlanNote.moved(op.name, device, NoteKind.SOFT_PLACEMENT)
 
 
 def build_plan(
@@ -229,7 +232,7 @@ def build_plan(
     """Prune, order, place and shard. Raises GraphError for anything that cannot run."""
     fetches, fed_ids = tuple(fetches), {op.id for op in fed}
     needed = _needed_ops(fetches, fed_ids)
-    if config.fuse and config.executor != "dask":  # Dask runs a chain as one task already
+    if config.fuse and not executor_spec(config.executor).fuses_chains:  # it would do it again
         placed = {
             op.id: place(op, config, gpu_available)[0]
             for op in needed
@@ -256,10 +259,10 @@ def build_plan(
         for tensor in op.inputs:
             uses[slot_of[tensor.op.id]] += 1
 
-    devices = {}
+    devices: dict[int, Device] = {}
     for op in steps_ops:
         devices[op.id], note = place(op, config, gpu_available)
-        if note:
+        if note is not None:
             notes.append(note)
     streams, waits = _assign_streams(steps_ops, step_of, devices, config)
     notes.extend(_gpu_kernel_notes(steps_ops, devices, config))
@@ -270,7 +273,7 @@ def build_plan(
         definition = opdef(op.type)
         cost = definition.cost(op)
         shards = shard_bounds(*definition.sharding(op))
-        on_cpu = not devices[op.id].startswith("gpu:")
+        on_cpu = not devices[op.id].is_gpu
         steps.append(
             Step(
                 index=step_of[op.id],
@@ -306,12 +309,14 @@ def build_plan(
     )
 
 
-def _gpu_kernel_notes(steps_ops: list[Op], devices: dict[int, str], config: Config) -> list[str]:
+def _gpu_kernel_notes(
+    steps_ops: list[Op], devices: dict[int, Device], config: Config
+) -> list[PlanNote]:
     """Why GPU matmuls run the numba kernel although `matmul_kernel="blas"` asked for cuBLAS
     (`kernels.gpu.cublas.cublas_problem`); nothing when they run what was asked."""
     if config.matmul_kernel != "blas":
         return []
-    on_gpu = [op for op in steps_ops if op.type == "matmul" and devices[op.id].startswith("gpu:")]
+    on_gpu = [op for op in steps_ops if op.type == "matmul" and devices[op.id].is_gpu]
     if not on_gpu:
         return []
     from .kernels.gpu.cublas import cublas_problem
@@ -319,35 +324,42 @@ def _gpu_kernel_notes(steps_ops: list[Op], devices: dict[int, str], config: Conf
     problem = cublas_problem()
     if problem is None:
         return []
-    return [
+    text = (
         f"matmul_kernel='blas' on the GPU needs cuBLAS through CuPy, and {problem}: the "
         f"{len(on_gpu)} GPU matmul(s) ran the numba kernel"
-    ]
+    )
+    return [PlanNote.about(NoteKind.GPU_KERNEL, text)]
 
 
-def _cuda_graph_notes(steps_ops: list[Op], devices: dict[int, str], config: Config) -> list[str]:
+def _cuda_graph_notes(
+    steps_ops: list[Op], devices: dict[int, Device], config: Config
+) -> list[PlanNote]:
     """What `cuda_graph=True` does for this plan (`executors.cuda_graphs`), or why nothing."""
     if not config.cuda_graph:
         return []
-    on_gpu = sum(1 for op in steps_ops if devices[op.id].startswith("gpu:"))
+    return [PlanNote.about(NoteKind.CUDA_GRAPH, _cuda_graph_text(steps_ops, devices))]
+
+
+def _cuda_graph_text(steps_ops: list[Op], devices: dict[int, Device]) -> str:
+    on_gpu = sum(1 for op in steps_ops if devices[op.id].is_gpu)
     if not on_gpu:
-        return ["cuda_graph=True: no op of this plan runs on a GPU: nothing to capture"]
+        return "cuda_graph=True: no op of this plan runs on a GPU: nothing to capture"
     from numba import config as numba_config
 
     if numba_config.ENABLE_CUDASIM:
-        return [
+        return (
             "cuda_graph=True: the CUDA simulator cannot capture graphs: kernels launch one by one"
-        ]
+        )
     on_cpu = len(steps_ops) - on_gpu
     if on_cpu:
-        return [
+        return (
             f"cuda_graph=True: this plan also runs {on_cpu} op(s) on the CPU, so its runs launch "
             "kernel by kernel (a CUDA graph holds GPU work only)"
-        ]
-    return [
+        )
+    return (
         "cuda_graph=True: untraced runs after the first replay the GPU work as one CUDA graph; "
         "traced runs launch kernel by kernel (each kernel's start and end need their own events)"
-    ]
+    )
 
 
 def _launch_order(steps: list[Step]) -> list[int]:
@@ -360,12 +372,12 @@ def _launch_order(steps: list[Step]) -> list[int]:
 
 
 def _assign_streams(
-    steps_ops: list[Op], step_of: dict[int, int], devices: dict[int, str], config: Config
+    steps_ops: list[Op], step_of: dict[int, int], devices: dict[int, Device], config: Config
 ) -> tuple[dict[int, int], dict[int, tuple[int, ...]]]:
     """Stream of each GPU step (by the configured policy) and its cross-stream waits."""
     from .streams import POLICIES
 
-    gpu_steps = [step_of[op.id] for op in steps_ops if devices[op.id].startswith("gpu:")]
+    gpu_steps = [step_of[op.id] for op in steps_ops if devices[op.id].is_gpu]
     if not gpu_steps:
         return {}, {}
     gpu_set = set(gpu_steps)

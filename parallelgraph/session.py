@@ -31,11 +31,13 @@ import numpy as np
 from .config import Config, cpu_count
 from .errors import GraphError, OpError, describe
 from .executors import make_executor
+from .executors.registry import executor_spec
 from .graph import Graph, Op, Tensor, get_default_graph
 from .kernels.jit_clock import CLOCK as JIT_CLOCK
 from .kernels.jit_clock import start_numba
 from .ops.registry import opdef
 from .plan import Plan, build_plan
+from .plan_notes import soft_placement_warning
 from .trace.model import Trace
 
 
@@ -209,16 +211,11 @@ class Session:
         else:
             fed = [self.graph.ops[i] for i in feeds]
             plan = build_plan(self.graph, fetch_ops, fed, self.config, self._gpu_usable())
-            moved = [note for note in plan.notes if "soft placement" in note]
-            if moved and not self._warned_soft_placement and self.graph not in _WARNED_GRAPHS:
+            warning = soft_placement_warning(plan.notes)
+            if warning and not self._warned_soft_placement and self.graph not in _WARNED_GRAPHS:
                 self._warned_soft_placement = True
                 _WARNED_GRAPHS.add(self.graph)  # once per graph: two sessions, one warning
-                warnings.warn(
-                    f"soft placement: {len(moved)} op(s) placed on a device this session cannot "
-                    f"use ran on cpu:0 (first: {moved[0]})",
-                    RuntimeWarning,
-                    stacklevel=_callers_level(),
-                )
+                warnings.warn(warning, RuntimeWarning, stacklevel=_callers_level())
             for _, op in plan.sources:
                 if op.type == "placeholder" and op.id not in feeds:
                     raise GraphError(
@@ -231,12 +228,12 @@ class Session:
         return plan
 
     def _gpu_usable(self) -> bool:
-        """Whether GPU-placed ops run on gpu:0: never for the sequential (CPU reference)
-        executor; otherwise when numba.cuda works here. Only graphs that place ops on a GPU
-        ever import numba.cuda."""
-        if self.config.executor == "sequential":
+        """Whether GPU-placed ops run on gpu:0: never for an executor that runs no GPU steps
+        (the sequential CPU reference, dask); otherwise when numba.cuda works here. Only graphs
+        that place ops on a GPU ever import numba.cuda."""
+        if not executor_spec(self.config.executor).runs_gpu_steps:
             return False
-        if not any(op.device.startswith("gpu:") for op in self.graph.ops):
+        if not any(op.device.is_gpu for op in self.graph.ops):
             return False
         from .executors.cuda import gpu_available
 
@@ -279,7 +276,7 @@ class Session:
                 "cores": cpu_count(),
                 "wall_ns": wall_end - wall_start,
                 "run": self.runs,
-                "notes": list(plan.notes),
+                "notes": list(plan.notes),  # PlanNotes: str in JSON, PlanNote.parse types it back
                 # Numba's compiler within the run: kernels loaded from its cache or compiled
                 "jit": JIT_CLOCK.during(wall_start, wall_end).as_dict(),
             }

@@ -30,6 +30,8 @@ class ExecutorSpec:
     Capabilities (each a question another stage asks):
     - `runs_gpu_steps`: GPU-placed ops run on gpu:0 when one is usable (otherwise the planner
       soft-places them on cpu:0 and says why);
+    - `cpu_only`: the CPU reference: every GPU-placed op runs on cpu:0, whatever
+      `soft_placement` says (the planner notes it, it never refuses the graph for it);
     - `has_thread_pools`: `inter_op_threads` / `intra_op_threads` change how it runs (the
       sequential reference ignores them);
     - `pins_workers`: "worker:N" devices and `Config.dask_placement` pin ops to workers;
@@ -43,6 +45,7 @@ class ExecutorSpec:
     label: str
     factory: str  # "package.module:Class", imported on `create`
     runs_gpu_steps: bool = False
+    cpu_only: bool = False
     has_thread_pools: bool = True
     pins_workers: bool = False
     fuses_chains: bool = False
@@ -69,6 +72,7 @@ REGISTRY: dict[str, ExecutorSpec] = {
             "sequential",
             "sequential (the reference, CPU only)",
             "parallelgraph.executors.cpu:SequentialExecutor",
+            cpu_only=True,
             has_thread_pools=False,
         ),
         ExecutorSpec(

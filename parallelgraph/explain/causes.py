@@ -10,7 +10,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..plan import INEXPENSIVE_NS
+from ..costs import INEXPENSIVE_NS
+from ..devices import DeviceKind, device_kind
+from ..executors.registry import find_executor
+from ..plan_notes import NoteKind, plan_notes
 from ..trace import analysis
 from ..trace.branches import Branch, overlap_of
 from ..trace.lanes import LaneKind
@@ -155,9 +158,9 @@ def _dependency(context: Context, a: Branch, b: Branch) -> Found:
 
 
 def _soft_placement(context: Context, a: Branch, b: Branch) -> Found:
-    moved = [n for n in context.trace.metadata.get("notes", []) if "soft placement" in n]
+    moved = plan_notes(context.trace.metadata.get("notes", []), NoteKind.SOFT_PLACEMENT)
     names = {e.name for e in a.ops + b.ops}
-    moved_here = [n for n in moved if n.split(":", 1)[0] in names]
+    moved_here = [n for n in moved if n.op in names]
     if not moved_here or context.config.get("streams", 1) < 2:
         return None
     inter = context.config.get("inter_op_threads")
@@ -283,7 +286,7 @@ def _too_short(context: Context, a: Branch, b: Branch) -> Found:
     short = share >= 0.5
     inter = context.config.get("inter_op_threads", 1)
     one_lane = len({e.lane for e in ops}) == 1 and inter > 1
-    gpu = all(e.device.startswith("gpu") for e in ops)
+    gpu = all(device_kind(e.device) is DeviceKind.GPU for e in ops)
     evidence = ShortOpsEvidence(int(median), share, one_lane, gpu)
     if short and gpu:
         detail = (
@@ -320,7 +323,8 @@ def _latency(context: Context, a: Branch, b: Branch) -> Found:
     waits = analysis.input_wait(context.trace, a.ops + b.ops)
     if not waits or statistics.median(waits) < LATENCY_NS:
         return None
-    where = "the Dask scheduler" if context.config.get("executor") == "dask" else "the scheduler"
+    spec = find_executor(context.config.get("executor"))
+    where = spec.scheduler if spec is not None else "the scheduler"
     median = int(statistics.median(waits))
     return (
         Cause.LATENCY,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..plan_notes import NoteKind, plan_notes
 from ..trace.model import EventRole, covered
 
 if TYPE_CHECKING:
@@ -80,15 +81,13 @@ def _jit_note(trace: Trace) -> tuple[str, ...] | None:
 
 
 def _plan_notes(trace: Trace) -> tuple[str, ...]:
-    notes = trace.metadata.get("notes", [])
-    moved = [n for n in notes if "soft placement" in n]
+    notes = plan_notes(trace.metadata.get("notes", []))
+    moved = [n for n in notes if n.kind is NoteKind.SOFT_PLACEMENT]
     # Ours: every plan note but the per-op soft-placement ones (summed up below); another
     # tool's: what its reader noted.
-    out = [n for n in notes if "soft placement" not in n]
+    out = [str(n) for n in notes if n.kind is not NoteKind.SOFT_PLACEMENT]
     if moved:
-        devices = sorted(
-            {n.split("placed on ", 1)[1].split(",")[0] for n in moved if "placed on " in n}
-        )
+        devices = sorted({str(n.device) for n in moved if n.device is not None})
         out.append(
             f"Soft placement: {len(moved)} op(s) placed on {', '.join(devices)} ran on cpu:0 "
             "because that device was not usable."

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..devices import Device
 from ..graph import Op
 from .registry import Arrays, Cost, OpDef, opdef, register
 
@@ -103,7 +104,7 @@ def _chain_from(
     consumers: dict[int, list[Op]],
     fetched: set[int],
     fed: set[int],
-    device: dict[int, str],
+    device: dict[int, Device],
 ) -> list[Op] | None:
     """matmul -> add [-> activation], if the rules of the module docstring allow it: the chain
     stops after a fetched op (its value must be kept) and never takes in a fed one."""
@@ -123,7 +124,7 @@ def _chain_from(
 
 
 def fuse_epilogues(
-    ops: list[Op], fetched: Iterable[int], fed: Iterable[int], device: dict[int, str]
+    ops: list[Op], fetched: Iterable[int], fed: Iterable[int], device: dict[int, Device]
 ) -> list[Op]:
     """`ops` (a plan's ops in graph order) with each fusable chain replaced by one fused op.
 
@@ -139,7 +140,7 @@ def fuse_epilogues(
     fused_at: dict[int, Op] = {}
     dropped: set[int] = set()
     for op in ops:
-        if op.type != "matmul" or op.id in fed or not device[op.id].startswith("cpu"):
+        if op.type != "matmul" or op.id in fed or not device[op.id].is_cpu:
             continue
         chain = _chain_from(op, consumers, fetched, fed, device)
         if chain is None or any(part.id in fused_at for part in chain[1:]):

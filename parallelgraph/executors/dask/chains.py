@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...config import Config
+from ...devices import Device
 from ...plan import Plan, Step
 from .worker import ChainSpec, OpSpec, StepSpec
 
@@ -155,6 +156,7 @@ def pin_of(op: Any, placement: dict[str, int]) -> int | None:
     return placement[max(scopes, key=len)] if scopes else None
 
 
-def worker_index(device: str) -> int | None:
+def worker_index(device: Device) -> int | None:
     """N for "worker:N", else None."""
-    return int(device.split(":")[1]) if device.startswith("worker:") else None
+    device = Device(device)
+    return device.index if device.is_worker else None
