@@ -168,8 +168,55 @@ def test_a_grid_key_named_like_a_statistic_keeps_its_values():
     rows = result.rows()
     assert [row.params["n"] for row in rows] == [3, 5] and [row.n for row in rows] == [2, 2]
     header, lines = result.table()
-    assert header[:3] == ["n", "inter", "n"]
+    assert header[:3] == ["param:n", "inter", "n"]  # the grid's n is named so: "n" is the runs
     assert [line[0] for line in lines] == ["3", "5"] and [line[2] for line in lines] == ["2", "2"]
+
+
+def test_grid_keys_named_like_a_column_are_marked_in_the_table_csv_and_kept_in_json(tmp_path):
+    result = pg.sweep(
+        lambda n=2, round=0: _scaled_graph(n),
+        {"n": [3], "round": [0, 1], "inter": [1]},
+        repeats=2,
+        progress=False,
+        noise_check=False,
+        predict=False,
+    )
+    header, _ = result.table()
+    assert header[:3] == ["param:n", "round", "inter"] and len(set(header)) == len(header)
+    with open(result.to_csv(tmp_path / "r.csv")) as handle:
+        rows = list(csv.DictReader(handle))
+    assert {"param:round", "round", "n", "inter"} <= set(rows[0])  # "n": no statistic in a CSV
+    assert sorted({row["param:round"] for row in rows}) == ["0", "1"]
+    assert sorted(row["round"] for row in rows) == ["0", "0", "1", "1"]  # the rounds measured
+    loaded = SweepResult.load(result.to_json(tmp_path / "r.json"))
+    assert [row.params for row in loaded.rows()] == [row.params for row in result.rows()]
+    assert loaded.rows()[1].params == {"n": 3, "round": 1, "inter": 1}
+
+
+def test_sweeps_recorded_by_older_versions_still_load():
+    for name in pg.recorded.FRAMEWORK_SWEEPS:
+        result = pg.recorded.framework_sweep(name).result
+        rows = result.rows()
+        assert rows and all(row.n == len(result.values_ms(i)) for i, row in enumerate(rows))
+        assert result.values(0) == result.values_ms(0)  # the old name, an alias
+        header, lines = result.table()
+        assert len(set(header)) == len(header) and len(lines) == len(rows)
+
+
+def test_every_place_draws_the_same_median_run():
+    from parallelgraph.experiments.measure import Measurement, median_trace
+
+    traces = [_FakeTrace(ms) for ms in (5.0, 1.0, 4.0, 2.0)]
+    assert median_trace(traces).makespan_ms == 2.0  # the lower middle of an even count
+    assert median_trace(traces[:3]).makespan_ms == 4.0
+    assert Measurement(tuple(traces), (1.0,) * 4).median_trace() is median_trace(traces)
+    with pytest.raises(ValueError, match="no traces"):
+        median_trace([])
+
+
+class _FakeTrace:
+    def __init__(self, makespan_ms):
+        self.makespan_ms = makespan_ms
 
 
 def _scaled_graph(n):

@@ -31,7 +31,6 @@ one loop at a time.
 from __future__ import annotations
 
 import ctypes
-import statistics
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator
@@ -41,6 +40,7 @@ from typing import Any, Literal
 
 from ..session import Session
 from ..trace.model import Trace
+from . import stats
 
 Ending = Literal["done", "stopped", "interrupted"]
 
@@ -168,6 +168,18 @@ def run_schedule(
     return "stopped" if stop is not None and stop.requested else "done"
 
 
+def median_trace(traces: Iterable[Trace]) -> Trace:
+    """The run nearest the median makespan, the one every place draws and explains: the median
+    run of an odd count, the lower of the two middle runs of an even count (the median itself
+    lies between them, and no run has it). The CLI, the dashboard, sweeps and the sweep's
+    prediction all pick their run here, so they show the same one. A ValueError for no traces.
+    """
+    ordered = sorted(traces, key=lambda trace: trace.makespan_ms)
+    if not ordered:
+        raise ValueError("no traces: a median run needs at least one")
+    return ordered[(len(ordered) - 1) // 2]
+
+
 @dataclass(frozen=True)
 class Measurement:
     """Every repeat's trace and wall time, the warm-ups' wall times, and how it ended."""
@@ -187,27 +199,22 @@ class Measurement:
 
     @property
     def median_ms(self) -> float:
-        return statistics.median(self.makespans_ms)
+        return stats.median(self.makespans_ms)
 
     def quartiles_ms(self) -> tuple[float, float]:
         """The first and third quartiles of the makespans (the middle half of the runs)."""
-        values = self.makespans_ms
-        if len(values) < 2:
-            return values[0], values[0]
-        q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
-        return q1, q3
+        return stats.quartiles(self.makespans_ms)
 
     @property
     def median_wall_ms(self) -> float:
-        return statistics.median(self.wall_ms)
+        return stats.median(self.wall_ms)
 
     def median_trace(self) -> Trace:
-        """The trace whose makespan is the median (the lower one for an even count)."""
-        ordered = sorted(self.traces, key=lambda t: t.makespan_ms)
-        return ordered[(len(ordered) - 1) // 2]
+        """The run drawn and explained: `median_trace(self.traces)`."""
+        return median_trace(self.traces)
 
     def median_overlap(self, scope_a: str, scope_b: str) -> float:
-        return statistics.median(t.overlap(scope_a, scope_b) for t in self.traces)
+        return stats.median([t.overlap(scope_a, scope_b) for t in self.traces])
 
 
 #: progress(runs done, runs planned), warm-ups included

@@ -49,7 +49,7 @@ from ..session import Session
 from ..trace.model import Trace
 from . import stats
 from .machine_load import LoadMonitor, MachineLoad, busy_note
-from .measure import Planned, run_schedule
+from .measure import Planned, median_trace, run_schedule
 
 SHORT_NAMES = {"inter": "inter_op_threads", "intra": "intra_op_threads"}
 CONFIG_KEYS = {f.name for f in fields(Config)}
@@ -61,14 +61,44 @@ def _config_key(key: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class Measurement:
-    """One run of one cell."""
+class SweepRun:
+    """One run of one cell: which cell, in which round and at which position of that round's
+    shuffled order, with the trace's makespan and the wall time around the run."""
 
     cell: int
     round: int
     position: int
     makespan_ms: float
     wall_ms: float
+
+
+#: The name `SweepRun` had until issue 20 (it clashed with `measure.Measurement`, a different
+#: record); kept for code that imports it.
+Measurement = SweepRun
+
+#: The statistics columns of `SweepResult.table()` and the per-run columns of `to_csv()`. A
+#: grid key spelled like one of them keeps its values and is shown as "param:<key>"
+#: (`param_columns`), so a column name always means one thing: "n" is the runs measured.
+TABLE_COLUMNS = (
+    "n",
+    "median ms",
+    "IQR ms",
+    "95% CI ms",
+    "speed-up (95% CI)",
+    "verdict",
+    "predicted ms",
+)
+CSV_COLUMNS = ("round", "position", "makespan_ms", "wall_ms")
+
+
+def param_columns(keys: Sequence[str], taken: Sequence[str]) -> list[str]:
+    """The column names of grid keys beside the columns `taken`: the key itself, or "param:<key>"
+    where it would collide with a statistic's column.
+
+    >>> param_columns(["n", "inter"], TABLE_COLUMNS)
+    ['param:n', 'inter']
+    """
+    return [f"param:{key}" if key in taken else key for key in keys]
 
 
 @dataclass(frozen=True)
@@ -93,7 +123,7 @@ class SweepResult:
 
     grid: dict[str, list[Any]]
     cells: list[dict[str, Any]]
-    measurements: list[Measurement]
+    measurements: list[SweepRun]
     baseline: int = 0
     complete: bool = True
     seed: int = 0
@@ -126,19 +156,23 @@ class SweepResult:
         return graph, {k: v for k, v in cell.items() if self.is_knob(k)}
 
     # -- numbers --------------------------------------------------------------------------------
-    def values(self, cell: int) -> list[float]:
+    def values_ms(self, cell: int) -> list[float]:
+        """The makespans (ms) measured for cell index `cell`, in the order they ran."""
         return [m.makespan_ms for m in self.measurements if m.cell == cell]
+
+    #: The name `values_ms` had before units were part of every public name (issue 20).
+    values = values_ms
 
     def rows(self) -> list[SweepRow]:
         """One summary row per cell (cells without measurements are left out)."""
         rng = np.random.default_rng(self.seed)
         rows = []
         for index, params in enumerate(self.cells):
-            values = self.values(index)
+            values = self.values_ms(index)
             if not values:
                 continue
             base_index = self.baseline_of(index)
-            base = self.values(base_index)
+            base = self.values_ms(base_index)
             low, high = stats.bootstrap_median_ci(values, rng)
             q1, q3 = stats.quartiles(values)
             if base and index != base_index:
@@ -172,14 +206,14 @@ class SweepResult:
         return self.baseline
 
     def median_trace(self, **params: Any) -> Trace:
-        """The trace of the median run of the cell matching `params`."""
+        """The trace of the median run (`measure.median_trace`) of the cell matching `params`."""
         index = self._cell_index(params)
-        traces = sorted(self.traces.get(index, []), key=lambda t: t.makespan_ms)
+        traces = self.traces.get(index, [])
         if not traces:
             raise ValueError(
                 f"no traces kept for cell {self.cells[index]} (loaded results keep none)"
             )
-        return traces[(len(traces) - 1) // 2]
+        return median_trace(traces)
 
     def _cell_index(self, params: Mapping[str, Any]) -> int:
         matches = [
@@ -195,17 +229,10 @@ class SweepResult:
 
     # -- text -----------------------------------------------------------------------------------
     def table(self) -> tuple[list[str], list[list[str]]]:
+        """(header, lines): a column per grid key (named by `param_columns`), then
+        TABLE_COLUMNS; one line per measured cell, as text."""
         keys = list(self.grid)
-        header = [
-            *keys,
-            "n",
-            "median ms",
-            "IQR ms",
-            "95% CI ms",
-            "speed-up (95% CI)",
-            "verdict",
-            "predicted ms",
-        ]
+        header = [*param_columns(keys, TABLE_COLUMNS), *TABLE_COLUMNS]
         lines = []
         for row in self.rows():
             lines.append(
@@ -305,7 +332,7 @@ class SweepResult:
         return cls(
             grid=document["grid"],
             cells=document["cells"],
-            measurements=[Measurement(**m) for m in document["measurements"]],
+            measurements=[SweepRun(**m) for m in document["measurements"]],
             baseline=document["baseline"],
             complete=document["complete"],
             seed=document["seed"],
@@ -318,12 +345,13 @@ class SweepResult:
         )
 
     def to_csv(self, path: str | Path) -> Path:
-        """Every measurement, one row each, with its cell's parameters."""
+        """Every measurement, one row each, with its cell's parameters (columns named by
+        `param_columns`, then CSV_COLUMNS)."""
         path = Path(path)
         keys = list(self.grid)
         with path.open("w", newline="") as handle:
             writer = csv.writer(handle)
-            writer.writerow([*keys, "round", "position", "makespan_ms", "wall_ms"])
+            writer.writerow([*param_columns(keys, CSV_COLUMNS), *CSV_COLUMNS])
             for m in self.measurements:
                 cell = self.cells[m.cell]
                 writer.writerow(
@@ -432,7 +460,7 @@ def sweep(
         )  # fmt: skip
     if trace:
         raise ValueError("sweep(trace=True) is for framework sweeps: every run here is traced")
-    grid = _checked_grid(build, grid, repeats, warmup, seed, precision)
+    grid = checked_grid(build, grid, repeats, warmup, seed, precision)
     cells = [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
     base_index = 0
     if baseline:
@@ -468,7 +496,7 @@ def _whole(name: str, value: Any, minimum: int) -> None:
         raise ValueError(f"sweep({name}={value!r}): need {name} >= {minimum}, a whole number")
 
 
-def _checked_grid(
+def checked_grid(
     build: Any, grid: Any, repeats: Any, warmup: Any, seed: Any, precision: Any
 ) -> dict[str, list[Any]]:
     """The grid as lists, or a ValueError/TypeError naming the argument that is wrong."""
@@ -561,13 +589,13 @@ def _measure_rounds(
         for round_index in range(repeats)
         for position, cell in enumerate(rng.permutation(len(sessions)))
     ]
-    bar = _progress_bar(len(schedule), progress)
+    bar = progress_bar(len(schedule), progress)
 
     def keep(planned: Planned, trace: Trace | None, wall_ms: float) -> None:
         round_index, position, cell = planned.key
         assert trace is not None
         result.measurements.append(
-            Measurement(cell, round_index, position, trace.makespan_ms, wall_ms)
+            SweepRun(cell, round_index, position, trace.makespan_ms, wall_ms)
         )
         result.traces.setdefault(cell, []).append(trace)
         if bar is not None:
@@ -580,7 +608,7 @@ def _measure_rounds(
             bar.close()
 
 
-def _progress_bar(total: int, enabled: bool) -> Any:
+def progress_bar(total: int, enabled: bool) -> Any:
     if not enabled:
         return None
     try:
@@ -601,7 +629,7 @@ def _predict(result: SweepResult) -> None:
         graph, settings = result.split(cell)
         traces = result.traces.get(index)
         if settings == base_settings and traces:
-            references[graph] = sorted(traces, key=lambda t: t.makespan_ms)[(len(traces) - 1) // 2]
+            references[graph] = median_trace(traces)
     for index, cell in enumerate(result.cells):
         graph, settings = result.split(cell)
         if graph not in references:
@@ -613,4 +641,4 @@ def _predict(result: SweepResult) -> None:
             return  # e.g. GPU traces: not simulated
 
 
-__all__ = ["Measurement", "SweepResult", "sweep"]
+__all__ = ["SweepResult", "SweepRow", "SweepRun", "param_columns", "sweep"]

@@ -363,13 +363,8 @@ class FrameworkDashboard:
         self._show(measured)
 
     def _show(self, measured: Measured) -> None:
-        words = {
-            "done": "",
-            "stopped": "Stopped: ",
-            "interrupted": "Interrupted: ",
-            "failed": "Failed: ",
-        }[measured.ending]
-        line = f"{words}{html.escape(measured.label)}: {measured.median_text()}"
+        line = f"{ENDING_WORDS[measured.ending]}{html.escape(measured.label)}: "
+        line += measured.median_text()
         if self.pinned is not None and self.pinned is not measured:
             line += "; " + html.escape(measured.speedup_text(self.pinned))
         if measured.read_back:

@@ -43,11 +43,11 @@ from ..config import Config, cpu_count
 from ..experiments.machine_load import LoadMonitor
 from ..experiments.sweeps import (
     MAX_CELLS,
-    Measurement,
     SweepResult,
-    _checked_grid,
-    _progress_bar,
+    SweepRun,
+    checked_grid,
     noise_summary,
+    progress_bar,
 )
 from ..trace.model import Trace
 from .knobs import CHECKS, PROFILE_PREFIX, Framework, framework
@@ -171,7 +171,7 @@ class Runner:
         self,
         workers: Sequence[Worker],
         repeats: int,
-        keep: Callable[[Measurement], None],
+        keep: Callable[[SweepRun], None],
         stopped: Callable[[], bool] = lambda: False,
         progress: Any = None,
     ) -> bool:
@@ -191,7 +191,7 @@ class Runner:
                     times = workers[cell].ask("time", stopped, steps=self.steps)
                     wall_ms = (time.perf_counter_ns() - started) / 1e6
                     keep(
-                        Measurement(
+                        SweepRun(
                             int(cell), round_index, position, float(np.mean(times)) / 1e6, wall_ms
                         )
                     )
@@ -222,7 +222,7 @@ def framework_sweep(
 ) -> SweepResult:
     """Measure `build`'s step under every cell of `grid` (see the module docstring)."""
     chosen = framework(framework_name)
-    grid = _checked_grid(build, grid, repeats, warmup, seed, precision)
+    grid = checked_grid(build, grid, repeats, warmup, seed, precision)
     cells = [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
     if len(cells) > min(MAX_CELLS, MAX_FRAMEWORK_CELLS):
         raise ValueError(
@@ -250,7 +250,7 @@ def framework_sweep(
             result.noise = noise_summary(samples, repeats, precision)
             if result.noise.get("warning"):
                 warnings.warn(result.noise["warning"], RuntimeWarning, stacklevel=3)
-        bar = _progress_bar(len(cells) * repeats, progress)
+        bar = progress_bar(len(cells) * repeats, progress)
         try:
             with LoadMonitor(own_pids=workers.pids) as monitor:
                 result.complete = runner.measure(
@@ -317,7 +317,7 @@ def predict_from_traces(result: SweepResult) -> None:
     replayed times differ by the profiler's overhead; their ratio does not carry it."""
     for index, cell in enumerate(result.cells):
         base = result.baseline_of(index)
-        traces, values = result.traces.get(base), result.values(base)
+        traces, values = result.traces.get(base), result.values_ms(base)
         if not traces or not values:
             continue
         _, base_knobs = result.split(result.cells[base])

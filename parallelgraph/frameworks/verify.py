@@ -22,7 +22,7 @@ import numpy as np
 
 from ..config import cpu_count
 from ..experiments import stats
-from ..experiments.sweeps import Measurement, SweepResult
+from ..experiments.sweeps import SweepResult, SweepRun
 from ..explain.evidence import Advice
 from .knobs import Framework
 from .pool import Workers
@@ -164,7 +164,7 @@ def compared(
     words: str,
     before: Mapping[str, Any],
     after: Mapping[str, Any],
-    kept: list[Measurement],
+    kept: list[SweepRun],
     read_back: tuple[Mapping[str, Any], Mapping[str, Any]],
     trace: Any,
     is_knob: Callable[[str], bool],
@@ -211,7 +211,7 @@ def verify(result: SweepResult, index: int, advice: Any, repeats: int | None) ->
         )
     words, after = advised_setting(result, index, advice)
     before = dict(result.cells[index])
-    kept: list[Measurement] = []
+    kept: list[SweepRun] = []
     with Workers() as workers:
         (b, _), (a, reply) = runner.start(workers, [before, after], result.is_knob)
         complete = runner.measure([b, a], repeats or runner.repeats, kept.append)
