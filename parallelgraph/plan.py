@@ -27,7 +27,6 @@
 from __future__ import annotations
 
 import functools
-import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +40,7 @@ from .graph import Graph, Op
 from .ops.fused import fuse_epilogues
 from .ops.registry import Cost, OpDef, opdef
 from .plan_notes import NoteKind, PlanNote
+from .streams import POLICIES, breadth_first, ready_walk
 
 #: A shard should carry at least this much estimated work: a hand-off to another thread costs
 #: 15-40 us on this kind of machine, and ~50 us shards gained nothing in measurements.
@@ -146,18 +146,8 @@ class Plan:
     def serial_order(self) -> tuple[int, ...]:
         """The order in which one worker runs the steps: it always takes the ready step of
         lowest priority (`scheduler.Run`), so the order is a property of the plan."""
-        pending = list(self.initial_pending)
-        ready = [self.priority[index] for index in self.initial_ready]
-        heapq.heapify(ready)
-        order = []
-        while ready:
-            index = self.by_priority[heapq.heappop(ready)]
-            order.append(index)
-            for consumer in self.steps[index].consumers:
-                pending[consumer] -= 1
-                if pending[consumer] == 0:
-                    heapq.heappush(ready, self.priority[consumer])
-        return tuple(order)
+        consumers = [step.consumers for step in self.steps]
+        return tuple(ready_walk(consumers, self.priority, self.initial_pending))
 
     @functools.cached_property
     def serial_frees(self) -> tuple[tuple[int, ...], ...]:
@@ -291,7 +281,8 @@ def build_plan(
             )
         )
     fetch_slots = tuple(slot_of[op.id] for op in fetches)
-    order = _launch_order(steps) if len(set(streams.values())) > 1 else list(range(len(steps)))
+    several_streams = len(set(streams.values())) > 1
+    order = breadth_first([s.consumers for s in steps]) if several_streams else [*range(len(steps))]
     return Plan(
         graph=graph,
         steps=tuple(steps),
@@ -362,21 +353,10 @@ def _cuda_graph_text(steps_ops: list[Op], devices: dict[int, Device]) -> str:
     )
 
 
-def _launch_order(steps: list[Step]) -> list[int]:
-    """Step indices breadth-first: by depth (longest chain of producers), then graph order."""
-    depth = [0] * len(steps)
-    for step in steps:  # topological order: a step's depth is final before it is read
-        for consumer in step.consumers:
-            depth[consumer] = max(depth[consumer], depth[step.index] + 1)
-    return sorted(range(len(steps)), key=lambda index: (depth[index], index))
-
-
 def _assign_streams(
     steps_ops: list[Op], step_of: dict[int, int], devices: dict[int, Device], config: Config
 ) -> tuple[dict[int, int], dict[int, tuple[int, ...]]]:
     """Stream of each GPU step (by the configured policy) and its cross-stream waits."""
-    from .streams import POLICIES
-
     gpu_steps = [step_of[op.id] for op in steps_ops if devices[op.id].is_gpu]
     if not gpu_steps:
         return {}, {}

@@ -11,12 +11,20 @@
 Policies are pure functions of the plan's GPU steps (no CUDA import), so they are tested
 without a GPU. Whatever the policy, the executor makes a consumer wait (a CUDA event) on every
 producer that ran on another stream, so correctness never depends on the assignment.
+
+The launch order is here too, once for the planner and for the replay of a GPU trace
+(`trace/replay.py`): `depths` (the longest chain of producers of each node) and `ready_walk`,
+the order in which one worker takes nodes when it always takes the ready node of lowest key.
+With key (depth, index) that is breadth-first, which gives every stream its first kernel before
+any gets its second. This module imports nothing of ours, so trace analysis may use it without
+importing the planner.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class StreamPolicy(Protocol):
@@ -73,3 +81,48 @@ class Branches:
 POLICIES: dict[str, StreamPolicy] = {
     policy.name: policy for policy in (SingleStream(), Branches(), RoundRobin())
 }
+
+
+def depths(consumers: Sequence[Sequence[int]]) -> list[int]:
+    """depth[i]: the longest chain of producers before node i (0: none). Nodes are numbered in
+    a topological order, and `consumers[i]` lists the nodes that read node i."""
+    depth = [0] * len(consumers)
+    for node, readers in enumerate(consumers):  # a node's depth is final before it is read
+        for reader in readers:
+            depth[reader] = max(depth[reader], depth[node] + 1)
+    return depth
+
+
+def ready_walk(
+    consumers: Sequence[Sequence[int]],
+    keys: Sequence[Any],
+    pending: Sequence[int] | None = None,
+) -> list[int]:
+    """The nodes in the order one worker takes them: always the ready node of lowest `keys[i]`
+    (a node is ready once every producer was taken); `pending[i]`, its producer count, is
+    counted from `consumers` when not given. Keys must be unique (ties broken by the index
+    inside the key), so the order is deterministic. Always a topological order."""
+    if pending is None:
+        counts = [0] * len(consumers)
+        for readers in consumers:
+            for reader in readers:
+                counts[reader] += 1
+    else:
+        counts = list(pending)
+    ready = [(keys[node], node) for node, count in enumerate(counts) if count == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, node = heapq.heappop(ready)
+        order.append(node)
+        for reader in consumers[node]:
+            counts[reader] -= 1
+            if counts[reader] == 0:
+                heapq.heappush(ready, (keys[reader], reader))
+    return order
+
+
+def breadth_first(consumers: Sequence[Sequence[int]]) -> list[int]:
+    """The launch order for several streams: by depth, then index (`ready_walk`)."""
+    depth = depths(consumers)
+    return ready_walk(consumers, [(depth[node], node) for node in range(len(consumers))])

@@ -42,6 +42,7 @@ import numpy as np
 
 from ..config import Config
 from ..plan import Plan, Step
+from ..trace.model import EventKind
 from .cuda_graphs import CapturedPlan, can_replay, capture
 from .pools import Recorder
 
@@ -187,12 +188,12 @@ class CudaDevice:
             else:
                 start = run.base_ns + self._elapsed_ns(run, buffers.start_events[step.index])
                 end = run.base_ns + self._elapsed_ns(run, buffers.end_events[step.index])
-            record(("op", step.index, f"stream/{step.stream}", start, end, -1))
+            record((EventKind.OP, step.index, f"stream/{step.stream}", start, end, None))
         for name, lane, start_event, end_event, nbytes, host_start, host_end in run.copies:
             if not self.simulated:
                 host_start = run.base_ns + self._elapsed_ns(run, start_event)
                 host_end = run.base_ns + self._elapsed_ns(run, end_event)
-            record(("copy", name, lane, host_start, host_end, nbytes))
+            record((EventKind.COPY, name, lane, host_start, host_end, nbytes))
 
     def _copy_events(self, buffers: PlanBuffers, direction: str, slot: int) -> tuple[Any, Any]:
         """The (start, end) events of one copy, made once per plan (events are cheap to make,
@@ -348,5 +349,5 @@ class CudaDevice:
                     (producer.op.name, "copy/d2h", start_event, end_event, host.nbytes, start, end)
                 )
         elif record:
-            record(("copy", producer.op.name, "copy/d2h", start, end, host.nbytes))
+            record((EventKind.COPY, producer.op.name, "copy/d2h", start, end, host.nbytes))
         return host

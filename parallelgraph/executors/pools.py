@@ -22,8 +22,10 @@ from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Any
 
-#: record((kind, step_index, lane, start_ns, end_ns, shard)), e.g. a list's append; or None
-Recorder = Callable[[tuple[str, int, str, int, int, int]], None]
+from ..trace.model import EventKind
+
+#: record(a `trace.model.StepRecord` or `CopyRecord` as a plain tuple), e.g. a list's append
+Recorder = Callable[[tuple[Any, ...]], None]
 
 
 class ShardJob:
@@ -64,7 +66,8 @@ class ShardJob:
                 except BaseException as error:  # noqa: BLE001 - re-raised by the op's thread
                     self.error = self.error or error
                 if self.record:
-                    self.record(("shard", self.step_index, lane, start, self.clock(), shard))
+                    end = self.clock()
+                    self.record((EventKind.SHARD, self.step_index, lane, start, end, shard))
             if next(self._finished_count) == self.count:
                 self._all_done.release()
 

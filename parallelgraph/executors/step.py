@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from ..config import Config
+from ..trace.model import EventKind
 from .pools import IntraOpPool, Recorder, ShardJob
 
 clock = time.perf_counter_ns
@@ -39,7 +40,7 @@ def execute_step(
     else:
         value = _sharded(step, args, lane, record, config, intra)
     if record:
-        record(("op", step.index, lane, start, clock(), -1))
+        record((EventKind.OP, step.index, lane, start, clock(), None))
     return value
 
 

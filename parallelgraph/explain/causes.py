@@ -17,6 +17,7 @@ from ..plan_notes import NoteKind, plan_notes
 from ..trace import analysis
 from ..trace.branches import Branch, overlap_of
 from ..trace.lanes import LaneKind
+from ..trace.model import EventKind
 from .evidence import (
     EVERY_LANE_BUSY,
     AllBusyEvidence,
@@ -206,7 +207,7 @@ def _one_worker(context: Context, a: Branch, b: Branch) -> Found:
 
 
 def _has_shards(trace: Trace) -> bool:
-    return any(event.kind == "shard" for event in trace.events)
+    return any(event.kind == EventKind.SHARD for event in trace.events)
 
 
 def _one_stream(context: Context, ops: tuple[TraceEvent, ...], lanes: set[str]) -> Found:

@@ -48,13 +48,12 @@ import heapq
 import itertools
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..config import Config, cpu_count
 from .analysis import computing_pieces, outermost_inputs
 from .cycles import require_acyclic
 from .lanes import LaneKind, parse_lane
-from .model import Trace, TraceEvent
+from .model import EventKind, Trace, TraceEvent
 
 #: Time for a sleeping thread to wake up and start (measured on the 2-core VM: ~100 us for a
 #: second inter-op worker, ~100-190 us for an intra-op helper's first shard).
@@ -83,11 +82,10 @@ class OpModel:
 
 @dataclass
 class Piece:
-    """A piece of work running on a lane: an op's serial part or one shard."""
+    """A piece of work running on a lane: an op's serial part (`shard` None) or one shard."""
 
     op: OpModel
     lane: str
-    kind: str  # "serial" | "shard"
     shard: int | None
     remaining: float
     start: float  # when it starts computing (after a wake-up, if its thread was asleep)
@@ -147,7 +145,7 @@ def model_ops(trace: Trace, cores: int) -> list[OpModel]:
 
     shards: dict[str, list[TraceEvent]] = {}
     for event in trace.events:
-        if event.kind == "shard":
+        if event.kind == EventKind.SHARD:
             shards.setdefault(event.name, []).append(event)
     models = []
     for order, event in enumerate(sorted(trace.ops(), key=lambda e: e.start)):
@@ -243,7 +241,7 @@ class Replay:
             op = self.ops[name]
             self.op_start[name], self.op_lane[name] = start, lane
             work = max(op.serial_work + self.overhead, 1.0)
-            self.running.append(Piece(op, lane, "serial", None, work, start))
+            self.running.append(Piece(op, lane, None, work, start))
         self.hot_workers.clear()  # a worker left without work goes to sleep
 
     def _start_shards(self, op: OpModel, lane: str) -> None:
@@ -260,18 +258,19 @@ class Replay:
             return False
         self.next_shard[name] = index + 1
         work = max(op.shard_work[index], 1.0)
-        self.running.append(Piece(op, lane, "shard", index, work, self.now + delay))
+        self.running.append(Piece(op, lane, index, work, self.now + delay))
         return True
 
     def _finish(self, piece: Piece) -> None:
         op, name = piece.op, piece.op.event.name
-        if piece.kind == "serial":
+        if piece.shard is None:
             if op.shard_work:
                 self._start_shards(op, piece.lane)
                 return
             self._complete(op)
             return
-        self.events.append(self._event(op, piece.lane, piece.start, self.now, "shard", piece.shard))
+        shard = self._event(op, piece.lane, piece.start, self.now, EventKind.SHARD, piece.shard)
+        self.events.append(shard)
         self.shards_left[name] -= 1
         took = self._take_shard(op, piece.lane)
         if not took and parse_lane(piece.lane).kind is LaneKind.HELPER:
@@ -291,7 +290,7 @@ class Replay:
     def _complete(self, op: OpModel) -> None:
         name = op.event.name
         lane = self.op_lane[name]
-        self.events.append(self._event(op, lane, self.op_start[name], self.now, "op", None))
+        self.events.append(self._event(op, lane, self.op_start[name], self.now, EventKind.OP, None))
         self.free_workers.append(lane)
         self.free_workers.sort()
         self.hot_workers.add(lane)
@@ -303,9 +302,9 @@ class Replay:
 
     @staticmethod
     def _event(
-        op: OpModel, lane: str, start: float, end: float, kind: str, shard: Any
+        op: OpModel, lane: str, start: float, end: float, kind: EventKind, shard: int | None
     ) -> TraceEvent:
-        inputs = op.event.inputs if kind == "op" else ()
+        inputs = op.event.inputs if kind == EventKind.OP else ()
         event = dataclasses.replace(op.event, kind=kind, shard=shard, inputs=inputs, idle_ns=0)
         return _moved(event, lane, start, end)
 
@@ -314,7 +313,7 @@ def carried_along(trace: Trace, replayed: list[TraceEvent]) -> list[TraceEvent]:
     """The work ops nested in each replayed op, moved with it: same place in it, in proportion
     to its new duration, on its new lane — so the replay keeps the scopes and names a profiler
     recorded inside an op (`record_function` labels inside a `torch.jit.fork` task)."""
-    moved = {e.name: e for e in replayed if e.kind == "op"}
+    moved = {e.name: e for e in replayed if e.kind == EventKind.OP}
     measured = {e.name: e for e in trace.ops()}
     parent = {e.name: e.parent for e in trace.ops(nested=True)}
 
@@ -327,7 +326,7 @@ def carried_along(trace: Trace, replayed: list[TraceEvent]) -> list[TraceEvent]:
 
     carried = []
     for event in trace.ops(nested=True):
-        if event.parent is None or event.kind != "op":
+        if event.parent is None or event.kind != EventKind.OP:
             continue
         top = root(event.name)
         if top is None:
@@ -380,32 +379,21 @@ def launch_order(
     top-level scope (in order of first appearance), then measured order, which is how graphs
     built scope by scope are numbered. Always a topological order.
     """
-    depth = [0] * len(ordered)
+    from ..streams import depths, ready_walk
+
+    consumers: list[list[int]] = [[] for _ in ordered]
     for i in range(len(ordered)):  # measured order is topological
-        depth[i] = 1 + max((depth[p] for p in producers[i]), default=-1)
+        for p in producers[i]:
+            consumers[p].append(i)
     scopes: dict[str, int] = {}
     for event in ordered:
         scopes.setdefault(event.scope.split("/")[0], len(scopes))
     if breadth_first:
+        depth = depths(consumers)
         keys = [(depth[i], i) for i in range(len(ordered))]
     else:
         keys = [(scopes[e.scope.split("/")[0]], i) for i, e in enumerate(ordered)]
-    consumers: dict[int, list[int]] = {i: [] for i in range(len(ordered))}
-    waiting = [len(producers[i]) for i in range(len(ordered))]
-    for i in range(len(ordered)):
-        for p in producers[i]:
-            consumers[p].append(i)
-    ready = [keys[i] for i in range(len(ordered)) if not waiting[i]]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        _, i = heapq.heappop(ready)
-        order.append(i)
-        for consumer in consumers[i]:
-            waiting[consumer] -= 1
-            if not waiting[consumer]:
-                heapq.heappush(ready, keys[consumer])
-    return order
+    return ready_walk(consumers, keys)
 
 
 def replay_streams(
@@ -485,7 +473,7 @@ def simulate(trace: Trace, config: Config | None = None, cores: int | None = Non
         if len(gpu) != len(trace.ops()):
             raise ValueError("simulate() replays CPU traces or GPU traces, not both in one graph")
         require_acyclic(gpu)
-        copies = [e for e in trace.events if e.kind == "copy"]
+        copies = [e for e in trace.events if e.kind == EventKind.COPY]
         events = replay_streams(gpu, copies, config)
     else:
         measured_cores = trace.metadata.get("cores") or cores
@@ -496,7 +484,7 @@ def simulate(trace: Trace, config: Config | None = None, cores: int | None = Non
         )
         events = replay.run()
         events.extend(carried_along(trace, events))
-    events.sort(key=lambda e: (e.start, e.kind != "op"))
+    events.sort(key=lambda e: (e.start, e.kind != EventKind.OP))
     metadata = {
         "config": config.as_dict(),
         "graph": trace.metadata.get("graph", "trace"),

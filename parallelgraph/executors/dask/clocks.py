@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ...trace.model import EventKind
 from .worker import clock, collect_timings, probe_clock
 
 #: Where trace records go: the session's recorder.
@@ -72,4 +73,4 @@ def collect_records(
             moved_names = [names[key] for key in moved]
             name = moved_names[0] + (f" +{len(moved) - 1}" if len(moved) > 1 else "")
             end = max(begin, wall_to_perf + int(stop * 1e9))
-            record(("copy", name, f"{prefix}/transfer", begin, end, sum(moved.values())))
+            record((EventKind.COPY, name, f"{prefix}/transfer", begin, end, sum(moved.values())))
