@@ -22,7 +22,8 @@ TWO_NETWORK_SIZES = {
     "tiny": (8, 16, 16, 8),
     # Long, thin matmuls: each first matmul is 128 blocks of 16x16 threads (a 132-SM H200 holds
     # about 1000) that each walk k = 16384, so two of them fit side by side and each runs long
-    # enough (~0.5 ms) that launching kernels from Python (~30 us each) is not what limits it.
+    # enough that launching kernels from Python is not what limits it (the timings: "GPU
+    # streams" in benchmarks/RESULTS.md).
     "narrow": (32, 16384, 1024, 32),
     "small": (64, 256, 256, 64),
     "medium": (512, 1024, 1024, 512),

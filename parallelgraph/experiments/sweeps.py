@@ -6,8 +6,12 @@ lists) `repeats` times. The design choices, each against a way "inconsistent res
 - **Interleaved, shuffled rounds**: round r runs every cell once, in an order shuffled by `seed`,
   before round r + 1 starts — a machine that slows down (thermal, a neighbour) hurts all cells
   alike instead of whichever came last.
-- **Everything kept**: every measurement (makespan from the trace, wall time, round, position)
-  is in the result, and goes to CSV/JSON.
+- **Everything kept**: every measurement (a `SweepRun`: makespan from the trace, wall time,
+  round, position) is in the result, and goes to CSV/JSON.
+- **The user's keys stay the user's**: a cell's summary (`SweepRow`) holds the grid values in
+  `params`, exactly as named, and the statistics as fields. In `table()` and `to_csv()` a grid
+  key spelled like a statistic's column ("n", "verdict", "round", ...) keeps its values and is
+  headed "param:<key>" (`param_columns`), so a column name always means one thing.
 - **Medians with bootstrap CIs**, speed-ups against a baseline cell with their own CIs, and a
   verdict only when the CI excludes 1.0 (see `stats`).
 - **A noise check first**: a few runs of the baseline estimate the spread; when the requested

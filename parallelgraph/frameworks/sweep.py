@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Config, cpu_count
+from ..experiments import stats
 from ..experiments.machine_load import LoadMonitor
 from ..experiments.sweeps import (
     MAX_CELLS,
@@ -328,4 +329,4 @@ def predict_from_traces(result: SweepResult) -> None:
             replay_config(knobs, result.read_back.get(index, {})),
         )
         if ratio is not None:
-            result.predicted_ms[index] = float(np.median(values)) * ratio
+            result.predicted_ms[index] = stats.median(values) * ratio
