@@ -227,7 +227,7 @@ def explain(trace: Trace, *branches: str) -> Explanation:
     work = analysis.total_work(trace)
     used = max(1, len(analysis.compute_lanes(trace)))
     path = analysis.critical_path(trace)
-    bound = max(work // used, path.length)
+    bound = analysis.lower_bound_ns(trace, used)  # the one bound: max(work / P, path)
     makespan = trace.end - trace.start
     gpu_busy = analysis.gpu_busy(trace)
     possible = None if gpu_busy is not None else possible_workers(trace, config, used)
