@@ -53,7 +53,7 @@ from typing import Any
 
 from ..saving import write_bytes
 from ..trace.lanes import Lane
-from ..trace.model import WORK, Trace, TraceEvent
+from ..trace.model import WORK, EventKind, Trace, TraceEvent
 
 FORMAT = "parallelgraph-trace/1"
 FLOW_CATEGORY = "dependency"
@@ -61,7 +61,7 @@ FLOW_CATEGORY = "dependency"
 
 def _event_order(event: TraceEvent) -> tuple[int, bool, int]:
     """Parents before children: by start, ops before shards, longer before shorter."""
-    return (event.start, event.kind != "op", -event.end)
+    return (event.start, event.kind != EventKind.OP, -event.end)
 
 
 def _process_label(pool: str) -> str:
@@ -198,7 +198,7 @@ def _complete_event(event: TraceEvent, thread: tuple[int, int], origin: int) -> 
     ts, dur = _span(event.start, event.end, origin)
     return {
         "name": event.name if event.shard is None else f"{event.name}[{event.shard}]",
-        "cat": event.kind,
+        "cat": str(event.kind),
         "ph": "X",
         "ts": ts,
         "dur": dur,
@@ -219,11 +219,11 @@ def _flow_events(
 ) -> list[dict[str, Any]]:
     producers: dict[str, list[TraceEvent]] = defaultdict(list)
     for event in ordered:
-        if event.kind != "shard":
+        if event.kind != EventKind.SHARD:
             producers[event.name].append(event)
     flows: list[dict[str, Any]] = []
     for consumer in ordered:
-        if consumer.kind == "shard":
+        if consumer.kind == EventKind.SHARD:
             continue
         for name in consumer.inputs:
             if name not in producers:

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..trace.model import WORK, Trace, role_nesting
+from ..trace.model import WORK, EventKind, Trace, role_nesting
 from .document import Document, FlowPoint, Slice, Thread, read_document
 from .files import paused_gc, read_json
 from .metadata import validate_metadata
@@ -131,7 +131,7 @@ def _attach_inputs(edges: Iterable[tuple[Draft, Draft]]) -> None:
     ]
     ids = {(id(producer), id(consumer)) for producer, consumer in pairs}
     for producer, consumer in pairs:  # in the order the producer gave them
-        if consumer.kind == "shard" or producer is consumer:
+        if consumer.kind == EventKind.SHARD or producer is consumer:
             continue  # a shard without its op (generic files) keeps no inputs
         if (id(consumer), id(producer)) in ids:
             continue
@@ -149,7 +149,7 @@ def _program_order(
     for draft, (_, parent) in zip(drafts, placed):  # drafts are in start order
         if draft.lane not in converted.program_order or parent >= 0:
             continue
-        if draft.kind != "op" or draft.role is not WORK or draft.parent is not None:
+        if draft.kind != EventKind.OP or draft.role is not WORK or draft.parent is not None:
             continue
         before = previous.get(draft.lane)
         if before is not None and before.end <= draft.start:
@@ -189,7 +189,7 @@ def from_chrome(document: Any, source: str = "<trace>") -> Trace:
         _make_names_unique(converted.drafts)
         converted.edges.extend(_flow_edges(parsed, converted.owner))
     _attach_inputs(converted.edges)
-    drafts = sorted(converted.drafts, key=lambda d: (d.start, d.kind != "op", -d.end))
+    drafts = sorted(converted.drafts, key=lambda d: (d.start, d.kind != EventKind.OP, -d.end))
     if converted.infer_waiting:
         infer_waiting(drafts, converted)
     placed = role_nesting(drafts)  # as the Trace would nest them, so it has nothing to redo

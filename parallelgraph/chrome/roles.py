@@ -26,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from ..trace.intervals import Intervals, intersect, length, merge, subtract
-from ..trace.model import WORK, EventRole, nesting
+from ..trace.model import WORK, EventKind, EventRole, nesting
 from .producers.base import Converted, Draft
 
 #: An event's own time (not covered by its children) must be at least this share of it ...
@@ -82,13 +82,13 @@ def infer_waiting(drafts: Sequence[Draft], converted: Converted) -> None:
     }
     per_lane: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for draft in drafts:
-        if draft.role is WORK and draft.kind != "copy":
+        if draft.role is WORK and draft.kind != EventKind.COPY:
             per_lane[draft.lane].append((draft.start, draft.end))
     busy = {lane: merge(spans) for lane, spans in per_lane.items()}
     starts = {lane: [span[0] for span in spans] for lane, spans in busy.items()}
     waiting = []
     for position, draft in enumerate(drafts):
-        if draft.role is not WORK or draft.kind != "op" or draft.parent is not None:
+        if draft.role is not WORK or draft.kind != EventKind.OP or draft.parent is not None:
             continue
         if position not in children and id(draft) not in launched:
             continue

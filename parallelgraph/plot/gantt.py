@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..trace.lanes import LaneKind, parse_lane
-from ..trace.model import WORK, EventRole, Trace, TraceEvent
+from ..trace.model import WORK, EventKind, EventRole, Trace, TraceEvent
 from .hover import BarIndex, add_hover
 from .layout import (
     MAX_LEGEND_CHARS,
@@ -93,7 +93,7 @@ class Rows:
     def of(cls, trace: Trace, lanes: list[str]) -> Rows:
         deepest: dict[str, int] = dict.fromkeys(lanes, 0)
         for event in trace.events:
-            if event.kind != "shard" and event.role is WORK:
+            if event.kind != EventKind.SHARD and event.role is WORK:
                 deepest[event.lane] = max(deepest[event.lane], min(event.depth, MAX_DEPTH - 1))
         base, y = {}, 0
         for lane in lanes:
@@ -103,11 +103,13 @@ class Rows:
 
     def y(self, event: TraceEvent) -> float:
         """The row of an event: its lane's, plus its depth (a shard sits in its op's row)."""
-        depth = event.depth - 1 if event.kind == "shard" and event.parent else event.depth
+        depth = event.depth - 1 if event.kind == EventKind.SHARD and event.parent else event.depth
         return self.base[event.lane] + min(max(depth, 0), self.depth[event.lane] - 1)
 
     def visible(self, event: TraceEvent) -> bool:
-        return event.depth < MAX_DEPTH or (event.kind == "shard" and event.depth == MAX_DEPTH)
+        return event.depth < MAX_DEPTH or (
+            event.kind == EventKind.SHARD and event.depth == MAX_DEPTH
+        )
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,7 @@ def gantt(
     shown = [e for e in trace.events if rows.visible(e) and (not zoomed or window.contains(e))]
     events = [e for e in shown if e.role is WORK]
     idle = [e for e in shown if e.role is not WORK and e.parent is None]
-    tasks = [e for e in events if e.kind != "shard"]  # ops and copies: labels and arrows
+    tasks = [e for e in events if e.kind != EventKind.SHARD]  # ops and copies: labels and arrows
     found = highlight_of(patterns, events) if patterns else None
     bright = found.names if found is not None and found.matched else None
     _draw_lane_groups(ax, trace, lanes, rows)
@@ -303,16 +305,20 @@ def _draw_bars(
     for event in events:
         kinds.setdefault(event.kind, []).append(event)
     styles = {
-        "op": dict(top=OP_TOP, bottom=OP_BOTTOM, shade=1.0, edge="#222222", width=0.5, z=2),
-        "copy": dict(top=OP_TOP, bottom=OP_BOTTOM, shade=1.0, edge="#222222", width=0.5, z=2),
-        "shard": dict(top=SHARD_TOP, bottom=SHARD_BOTTOM, shade=0.7, edge="white", width=0.4, z=3),
+        EventKind.OP: dict(top=OP_TOP, bottom=OP_BOTTOM, shade=1.0, edge="#222222", width=0.5, z=2),
+        EventKind.COPY: dict(
+            top=OP_TOP, bottom=OP_BOTTOM, shade=1.0, edge="#222222", width=0.5, z=2
+        ),
+        EventKind.SHARD: dict(
+            top=SHARD_TOP, bottom=SHARD_BOTTOM, shade=0.7, edge="white", width=0.4, z=3
+        ),
     }
     for kind, members in kinds.items():
-        style = styles.get(kind, styles["op"])
+        style = styles.get(kind, styles[EventKind.OP])
         collection = _bar_collection(members, rows, window, colors, bright, **style)
-        if kind == "copy":
+        if kind == EventKind.COPY:
             collection.set_hatch("////")
-        collection.set_gid(f"{kind}-bars")
+        collection.set_gid(f"{kind!s}-bars")
         ax.add_collection(collection, autolim=False)
     return set(kinds)
 
@@ -385,7 +391,7 @@ def _draw_labels(
     import numpy as np
     from matplotlib.colors import to_rgb
 
-    nested = {(e.name, e.lane) for e in events if e.kind == "shard"}
+    nested = {(e.name, e.lane) for e in events if e.kind == EventKind.SHARD}
     y = [rows.y(e) + (LABEL_UPPER if (e.name, e.lane) in nested else 0.0) for e in tasks]
     ink = {}
     for scope, color in colors.items():
@@ -440,7 +446,7 @@ def _draw_arrows(ax: Axes, tasks: list[TraceEvent], rows: Rows, window: Window) 
 
 def _inputs(event: TraceEvent) -> tuple[str, ...]:
     """What an event waited for; a copy recorded without inputs moves its namesake op's output."""
-    if event.inputs or event.kind != "copy":
+    if event.inputs or event.kind != EventKind.COPY:
         return event.inputs
     return (event.name,)
 
@@ -495,10 +501,12 @@ def legend_handles(colors: dict[str, str], kinds: set[str], arrows: bool) -> lis
     if len(colors) > len(named):
         more = len(colors) - len(named)
         handles.append(Patch(color=OTHER_COLOR, label=f"+{more} more scope(s)"))
-    if "shard" in kinds:
+    if EventKind.SHARD in kinds:
         handles.append(Patch(facecolor="#555555", edgecolor="white", label="shard (lower part)"))
-    if "copy" in kinds:
-        handles.append(Patch(facecolor="white", edgecolor="#333333", hatch="////", label="copy"))
+    if EventKind.COPY in kinds:
+        handles.append(
+            Patch(facecolor="white", edgecolor="#333333", hatch="////", label=str(EventKind.COPY))
+        )
     for role, style in IDLE_STYLES.items():
         if role.value in kinds:
             patch = Patch(facecolor=style["face"], edgecolor=style["edge"], label=style["label"])

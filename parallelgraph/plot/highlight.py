@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..trace.model import TraceEvent
+from ..trace.model import EventKind, TraceEvent
 
 if TYPE_CHECKING:
     pass
@@ -76,5 +76,5 @@ def name_matcher(patterns: Sequence[str]) -> Any:
 def highlight_of(patterns: tuple[str, ...], events: list[TraceEvent]) -> Highlight:
     matches = name_matcher(patterns)
     names = frozenset(name for name in {e.name for e in events} if matches(name))
-    ops = [e for e in events if e.kind == "op"]
+    ops = [e for e in events if e.kind == EventKind.OP]
     return Highlight(patterns, names, len(ops), sum(1 for e in ops if e.name in names))

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..trace.model import TraceEvent
+from ..trace.model import EventKind, TraceEvent
 from .layout import OP_BOTTOM, OP_TOP, SHARD_BOTTOM, SHARD_TOP, x_pixels_per_unit
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class BarIndex:
     def of(cls, events: list[TraceEvent], rows: Any, window: Any, lanes: list[str]) -> BarIndex:
         import numpy as np
 
-        shard = np.array([e.kind == "shard" for e in events], dtype=bool)
+        shard = np.array([e.kind == EventKind.SHARD for e in events], dtype=bool)
         top = np.where(shard, SHARD_TOP, OP_TOP)
         bottom = np.where(shard, SHARD_BOTTOM, OP_BOTTOM)
         base = np.array([rows.y(e) for e in events], dtype=float)

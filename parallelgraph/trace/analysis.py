@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .intervals import intersect, length, merge, subtract
-from .model import WORK, TraceEvent
+from .model import WORK, EventKind, TraceEvent
 
 if TYPE_CHECKING:
     from .model import Trace
@@ -100,10 +100,12 @@ def total_work_ns(trace: Trace) -> int:
     work)."""
     shard_time: dict[str, int] = {}
     for event in trace.events:
-        if event.kind == "shard" and event.role is WORK:
+        if event.kind == EventKind.SHARD and event.role is WORK:
             shard_time[event.name] = shard_time.get(event.name, 0) + event.work
     return sum(shard_time.get(event.name, event.work) for event in trace.ops()) + sum(
-        event.work for event in trace.events if event.kind == "copy" and event.parent is None
+        event.work
+        for event in trace.events
+        if event.kind == EventKind.COPY and event.parent is None
     )
 
 
@@ -140,18 +142,21 @@ def worker_lanes(trace: Trace) -> list[str]:
 
 def compute_lanes(trace: Trace) -> list[str]:
     """Lanes that computed (ran ops or shards): copy and transfer lanes are not workers."""
-    computed = {e.lane for e in trace.events if e.kind != "copy" and e.role is WORK}
+    computed = {e.lane for e in trace.events if e.kind != EventKind.COPY and e.role is WORK}
     return [lane for lane in trace.lanes if lane in computed and trace.lane(lane).kind.computes]
 
 
 def computing_pieces(trace: Trace) -> list[TraceEvent]:
     """What occupied a thread or stream: the shards of sharded ops, the other outermost ops."""
-    sharded = {e.name for e in trace.events if e.kind == "shard"}
+    sharded = {e.name for e in trace.events if e.kind == EventKind.SHARD}
     return [
         e
         for e in trace.events
         if e.role is WORK
-        and (e.kind == "shard" or (e.kind == "op" and e.parent is None and e.name not in sharded))
+        and (
+            e.kind == EventKind.SHARD
+            or (e.kind == EventKind.OP and e.parent is None and e.name not in sharded)
+        )
         and trace.lane(e.lane).kind.computes
     ]
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from .model import WORK, TraceEvent
+from .model import WORK, EventKind, TraceEvent
 
 if TYPE_CHECKING:
     from .model import Trace
@@ -220,7 +220,7 @@ def memory_profile(trace: Trace) -> MemoryProfile:
     unknown: list[str] = []
     sizes: dict[int, int] = {}  # id(event) -> output bytes
     for event in trace.events:
-        if event.kind != "op" or event.role is not WORK:
+        if event.kind != EventKind.OP or event.role is not WORK:
             continue
         size = output_bytes(event)
         if size is None:
@@ -230,9 +230,13 @@ def memory_profile(trace: Trace) -> MemoryProfile:
         producers.setdefault(event.name, []).append(event)
     readers: dict[int, list[TraceEvent]] = {}
     for consumer in trace.events:
-        if consumer.kind == "shard":
+        if consumer.kind == EventKind.SHARD:
             continue
-        names = consumer.inputs if consumer.kind != "copy" else (*consumer.inputs, consumer.name)
+        names = (
+            consumer.inputs
+            if consumer.kind != EventKind.COPY
+            else (*consumer.inputs, consumer.name)
+        )
         for name in dict.fromkeys(names):
             candidates = producers.get(name) or producers.get(name.rpartition(":")[0])
             if candidates:
@@ -267,7 +271,7 @@ def memory_profile(trace: Trace) -> MemoryProfile:
 def _producer(candidates: list[TraceEvent], consumer: TraceEvent) -> TraceEvent | None:
     """Of the events named like an input, the last to end before the consumer starts (a copy:
     before it ends); else the first, unless that is the consumer itself."""
-    limit = consumer.start if consumer.kind != "copy" else consumer.end
+    limit = consumer.start if consumer.kind != EventKind.COPY else consumer.end
     before = [e for e in candidates if e is not consumer and e.end <= limit]
     if before:
         return max(before, key=lambda e: e.end)

@@ -84,6 +84,9 @@ class EventRole(str, enum.Enum):
 
 WORK = EventRole.WORK
 
+#: The op type of a copy's event (its kind is `EventKind.COPY`).
+COPY_OP_TYPE = EventKind.COPY.value
+
 
 @dataclass(frozen=True, slots=True)
 class TraceEvent:
@@ -128,24 +131,30 @@ class TraceEvent:
 
 class StepRecord(NamedTuple):
     """What an executor appends when an op or one of its shards ran (a plain tuple in the hot
-    path: two clock reads and an append; named here, where it is read)."""
+    path: two clock reads and an append; named here, where it is read).
 
-    kind: str  # "op" | "shard"
+    `kind` is `EventKind.OP` or `EventKind.SHARD` (its value, "op" or "shard", reads the same:
+    the record is turned into an event with `EventKind(kind)`); `shard` is the shard's number,
+    None for a whole op.
+    """
+
+    kind: EventKind
     step: int  # index into plan.steps
     lane: str
-    start: int  # ns
-    end: int  # ns
+    start_ns: int
+    end_ns: int
     shard: int | None
 
 
 class CopyRecord(NamedTuple):
-    """What an executor appends when a value was copied between host and device."""
+    """What an executor appends when a value was copied between host and device (`kind` is
+    `EventKind.COPY`)."""
 
-    kind: str  # "copy"
+    kind: EventKind
     op_name: str  # the op whose value moved
     lane: str  # "copy/h2d", "copy/d2h", "worker-1/transfer"
-    start: int
-    end: int
+    start_ns: int
+    end_ns: int
     nbytes: int
 
 
@@ -154,8 +163,8 @@ def _copy_event(record: CopyRecord) -> TraceEvent:
     device = "gpu:0" if lane.pool == "copy" else lane.pool
     name = record.op_name
     return TraceEvent(
-        name, "copy", name.rpartition("/")[0], device, "copy", record.lane, record.start,
-        record.end, 0, record.nbytes,
+        name, COPY_OP_TYPE, name.rpartition("/")[0], device, EventKind.COPY, record.lane,
+        record.start_ns, record.end_ns, 0, record.nbytes,
     )  # fmt: skip
 
 
@@ -166,48 +175,57 @@ def shapes_text(op: Any) -> str:
 
 
 def _step_event(
-    plan: Plan, record: StepRecord, shapes: dict[int, str], renamed: dict[str, str]
+    plan: Plan,
+    record: StepRecord,
+    described: dict[int, tuple[str, str]],
+    renamed: dict[str, str],
 ) -> TraceEvent:
     step = plan.steps[record.step]
     op = step.op
-    if record.step not in shapes:
-        shapes[record.step] = shapes_text(op)
-    sharded = record.kind == "shard"
+    op_type, shapes = described[record.step]
+    kind = EventKind(record.kind)
+    sharded = kind is EventKind.SHARD
     share = len(step.shards) if sharded else 1
-    parts = op.attrs.get("covers", ()) if op.type == "fused" else ()
     return TraceEvent(
         name=op.name,
-        op_type="+".join(part.type for part in parts) if parts else op.type,
+        op_type=op_type,
         scope=op.scope,
         device=step.device,
-        kind=record.kind,
+        kind=kind,
         lane=record.lane,
-        start=record.start,
-        end=record.end,
+        start=record.start_ns,
+        end=record.end_ns,
         flops=step.cost.flops // share,
         bytes=step.cost.bytes // share,
         shard=record.shard if sharded else None,
         inputs=() if sharded else tuple(renamed.get(t.name, t.name) for t in op.inputs),
-        shapes=shapes[record.step],
+        shapes=shapes,
     )
 
 
 def _events_from_records(plan: Plan, records: list[tuple[Any, ...]]) -> tuple[TraceEvent, ...]:
-    """TraceEvents from an executor's `StepRecord` and `CopyRecord` tuples."""
-    shapes: dict[int, str] = {}  # per plan step, formatted once
-    renamed = {  # an op inside a fused step: its value comes from the step's event
-        part.name: step.op.name
-        for step in plan.steps
-        if step.op.type == "fused"
-        for part in step.op.attrs["covers"]
-    }
+    """TraceEvents from an executor's `StepRecord` and `CopyRecord` tuples.
+
+    What fusion did comes from `ops.fused.covered` (imported here, not at the top: a trace
+    read from a file never loads the op registry): a fused step's event has the op types it
+    covers ("matmul+add+relu"), and an op inside it names the step as the producer of its
+    value.
+    """
+    from ..ops.fused import covered
+
+    described: dict[int, tuple[str, str]] = {}  # per plan step: (op type, shapes), once
+    renamed: dict[str, str] = {}  # an op inside a fused step -> the step's op
+    for index, step in enumerate(plan.steps):
+        parts = covered(step.op)
+        described[index] = ("+".join(part.type for part in parts), shapes_text(step.op))
+        renamed.update((part.name, step.op.name) for part in parts if part is not step.op)
     events = [
         _copy_event(CopyRecord._make(raw))
-        if raw[0] == "copy"
-        else _step_event(plan, StepRecord._make(raw), shapes, renamed)
+        if raw[0] == EventKind.COPY
+        else _step_event(plan, StepRecord._make(raw), described, renamed)
         for raw in records
     ]
-    events.sort(key=lambda e: (e.start, e.kind != "op"))
+    events.sort(key=lambda e: (e.start, e.kind != EventKind.OP))
     return tuple(events)
 
 
@@ -506,7 +524,7 @@ class Trace:
         return [
             e
             for e in self.events
-            if e.kind == "op" and e.role is WORK and (nested or e.parent is None)
+            if e.kind == EventKind.OP and e.role is WORK and (nested or e.parent is None)
         ]
 
     def scopes(self) -> list[str]:

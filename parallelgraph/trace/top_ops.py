@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import intervals
-from .model import WORK, TraceEvent, covered, nesting
+from .model import WORK, EventKind, TraceEvent, covered, nesting
 
 if TYPE_CHECKING:
     from .model import Trace
@@ -214,7 +214,7 @@ def top_ops(trace: Trace, by: str = "total", limit: int | None = 20, group: str 
         raise ValueError(f"top_ops(group={group!r}): group by one of {', '.join(GROUPS)}")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError(f"top_ops(limit={limit!r}): a number of rows >= 0, or None for all")
-    ops = [event for event in trace.events if event.kind == "op" and event.role is WORK]
+    ops = [event for event in trace.events if event.kind == EventKind.OP and event.role is WORK]
     own = self_times(trace, ops)
     sums: dict[str, list[int]] = {}  # name -> [count, total, self]
     for event, self_ns in zip(ops, own):

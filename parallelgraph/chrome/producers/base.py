@@ -22,6 +22,7 @@ timing (`parallelgraph.chrome.roles`).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
@@ -29,30 +30,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...trace.lanes import LaneKind
-from ...trace.model import WORK, EventRole, TraceEvent
+from ...trace.model import EventKind, TraceEvent
 from ..document import Document, Slice, Thread
 
+#: TraceEvent's fields that the Trace decides when it nests the events, not the producer.
+NESTING_FIELDS = frozenset({"depth", "parent", "idle_ns"})
 
-@dataclass(eq=False, slots=True)
-class Draft:
-    """A TraceEvent under construction (names may still change, inputs still grow)."""
 
+class _DraftMethods:
+    """What a `Draft` does besides holding fields (its base class)."""
+
+    __slots__ = ()
     name: str
-    op_type: str
-    scope: str
-    device: str
-    kind: str
-    lane: str
-    start: int
-    end: int
-    flops: int = 0
-    bytes: int = 0
-    shard: int | None = None
-    inputs: list[str] = field(default_factory=list)
-    parent: Draft | None = None  # the op a shard belongs to
-    shapes: str = ""
-    role: EventRole = WORK
-    after: str | None = None  # set by the reader on program-order lanes
+    kind: EventKind
+    inputs: list[str]
+    parent: Draft | None
 
     @property
     def event_name(self) -> str:
@@ -60,25 +52,63 @@ class Draft:
         return self.parent.name if self.parent else self.name
 
     def freeze(self, depth: int = 0, parent: str | None = None) -> TraceEvent:
-        return TraceEvent(
-            self.event_name,
-            self.op_type,
-            self.scope,
-            self.device,
-            self.kind,
-            self.lane,
-            self.start,
-            self.end,
-            self.flops,
-            self.bytes,
-            self.shard,
-            tuple(self.inputs),
-            depth,
-            parent,
-            self.shapes,
-            self.role,
-            self.after,
-        )
+        """The event: the draft's fields, its kind as an `EventKind` (a producer may have
+        given its value), and the nesting the reader found."""
+        return _freeze(self, depth, parent)
+
+
+def _draft_field(event_field: dataclasses.Field[Any]) -> tuple[Any, ...]:
+    if event_field.name == "inputs":  # still growing while flows are bound
+        return ("inputs", "list[str]", field(default_factory=list))
+    if event_field.default is dataclasses.MISSING:
+        return (event_field.name, event_field.type)
+    return (event_field.name, event_field.type, field(default=event_field.default))
+
+
+#: A TraceEvent under construction (names may still change, inputs still grow). Its fields are
+#: TraceEvent's, in TraceEvent's order, less the nesting that the reader finds
+#: (`NESTING_FIELDS`), plus `parent`: the op-level Draft a shard belongs to. They are derived
+#: from `TraceEvent`, so a new event field is written once.
+Draft = dataclasses.make_dataclass(
+    "Draft",
+    [
+        *(_draft_field(f) for f in dataclasses.fields(TraceEvent) if f.name not in NESTING_FIELDS),
+        ("parent", "Draft | None", field(default=None)),
+    ],
+    bases=(_DraftMethods,),
+    namespace={
+        "__module__": __name__,
+        "__doc__": "A TraceEvent under construction (see `NESTING_FIELDS` and the note above).",
+    },
+    eq=False,
+    slots=True,
+)
+
+
+def _freezer() -> Callable[[Any, int, str | None], TraceEvent]:
+    """`Draft.freeze`'s body, written out from TraceEvent's fields once (as `dataclasses`
+    writes `__init__`): one keyword per field, no dict per event, since a big file freezes
+    millions of drafts."""
+    special = {
+        "name": "draft.event_name",
+        "kind": "KIND[draft.kind]",  # EventKind(draft.kind), by a dict lookup
+        "inputs": "tuple(draft.inputs)",
+        "depth": "depth",
+        "parent": "parent",
+    }
+    arguments = ", ".join(
+        f"{f.name}={special.get(f.name, f'draft.{f.name}')}"
+        for f in dataclasses.fields(TraceEvent)
+        if f.name not in NESTING_FIELDS or f.name in special
+    )
+    source = f"def freeze(draft, depth, parent):\n    return TraceEvent({arguments})\n"
+    kinds = {kind.value: kind for kind in EventKind}
+    namespace: dict[str, Any] = {"TraceEvent": TraceEvent, "KIND": kinds}
+    exec(source, namespace)  # our own field names, nothing read from a file
+    return namespace["freeze"]
+
+
+_freeze = _freezer()
 
 
 @dataclass

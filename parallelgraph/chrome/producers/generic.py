@@ -16,13 +16,14 @@ from __future__ import annotations
 from collections import Counter
 
 from ...trace.lanes import LaneKind
-from ...trace.model import EventRole
+from ...trace.model import EventKind, EventRole
 from ..document import Document, Thread
 from .base import Converted, Draft, Knobs, Producer, integer, scope_of
 
 ROLES = {role.value: role for role in EventRole}
 
-KINDS = ("op", "shard", "copy")
+#: An event's kind by its category: our own files write it there.
+KINDS = {kind.value: kind for kind in EventKind}
 
 KNOBS = Knobs(
     tool="the traced program",
@@ -60,11 +61,11 @@ def convert(document: Document, ours: bool = False) -> Converted:
     for piece in document.slices:
         args, name = piece.args, piece.name
         shard = args.get("shard")
-        kind = piece.cat if piece.cat in KINDS else "op"
+        kind = KINDS.get(piece.cat, EventKind.OP)
         if "memcpy" in f"{piece.cat} {name}".lower() and piece.cat not in KINDS:
-            kind = "copy"
-        if kind == "shard" and not isinstance(shard, int):
-            kind, shard = "op", None
+            kind = EventKind.COPY
+        if kind is EventKind.SHARD and not isinstance(shard, int):
+            kind, shard = EventKind.OP, None
         if shard is not None and name.endswith(f"[{shard}]"):
             name = name[: -len(f"[{shard}]")]
         inputs = args.get("inputs")
@@ -80,7 +81,7 @@ def convert(document: Document, ours: bool = False) -> Converted:
                 end=piece.end,
                 flops=integer(args.get("flops")),
                 bytes=integer(args.get("bytes")),
-                shard=shard if kind == "shard" else None,
+                shard=shard if kind is EventKind.SHARD else None,
                 inputs=[str(x) for x in inputs] if isinstance(inputs, list) else [],
                 shapes=str(args.get("shapes", "")),
                 role=ROLES.get(str(args.get("role", "work")), EventRole.WORK),
@@ -91,7 +92,7 @@ def convert(document: Document, ours: bool = False) -> Converted:
     if not ours:  # a foreign file's thread names say nothing about what a lane is
         copies: dict[str, bool] = {}  # one pass: a lane per thread made this quadratic
         for draft in converted.drafts:
-            copies[draft.lane] = copies.get(draft.lane, True) and draft.kind == "copy"
+            copies[draft.lane] = copies.get(draft.lane, True) and draft.kind is EventKind.COPY
         for lane, only_copies in copies.items():
             converted.lane_kinds[lane] = LaneKind.COPY if only_copies else LaneKind.WORKER
     return converted

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from ...trace.model import EventKind
 from ..document import Document, Slice
 from .base import Converted, Draft, Knobs, Producer, skipped_note, thread_labels
 from .xla import HASHED, device_lane, device_processes
@@ -114,7 +115,7 @@ def convert(document: Document) -> Converted:
                 op_type=re.sub(r"\.\d+$", "", name),
                 scope=_scope(piece),
                 device=device,
-                kind="copy" if "memcpy" in piece.name.lower() else "op",
+                kind=EventKind.COPY if "memcpy" in piece.name.lower() else EventKind.OP,
                 lane=lane,
                 start=piece.start,
                 end=piece.end,

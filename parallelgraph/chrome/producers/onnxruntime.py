@@ -34,7 +34,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from ...trace.lanes import LaneKind
-from ...trace.model import EventRole
+from ...trace.model import EventKind, EventRole
 from ..document import Document, Slice, Thread
 from .base import Converted, Draft, Knobs, Producer, scope_of, skipped_note
 
@@ -191,7 +191,7 @@ def convert(document: Document) -> Converted:
                     op_type if isinstance(op_type, str) and op_type else name.rpartition("/")[2],
                     scope_of(name),
                     "cpu",
-                    "op",
+                    EventKind.OP,
                     lanes[piece.thread],
                     piece.start,
                     piece.end,
@@ -205,7 +205,14 @@ def convert(document: Document) -> Converted:
         role = EventRole.SETUP if piece.name in SETUP else EventRole.WAITING
         draft = converted.add(
             Draft(
-                piece.name, piece.name, "", "cpu", "op", lanes[piece.thread], piece.start, piece.end
+                piece.name,
+                piece.name,
+                "",
+                "cpu",
+                EventKind.OP,
+                lanes[piece.thread],
+                piece.start,
+                piece.end,
             ),
             piece,
         )

@@ -48,7 +48,7 @@ import dataclasses
 from collections import Counter, defaultdict
 
 from ...trace.lanes import LaneKind
-from ...trace.model import EventRole
+from ...trace.model import EventKind, EventRole
 from ..document import Document, Slice, Thread
 from . import python
 from .base import Converted, Draft, Producer
@@ -234,7 +234,7 @@ def convert(document: Document) -> Converted:
                 op_type=piece.name,
                 scope=scope,
                 device="cpu",
-                kind="op",
+                kind=EventKind.OP,
                 lane=f"py-spy/{label}",
                 start=piece.start,
                 end=max(piece.start, observed) if cut and piece.end == written else piece.end,

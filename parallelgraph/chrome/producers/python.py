@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from ...trace.model import WORK, EventRole
+from ...trace.model import WORK, EventKind, EventRole
 from ..document import Document, Slice
 from .base import Converted, Draft, Knobs, Producer, enclosing_names, thread_labels
 
@@ -153,7 +153,7 @@ def convert(document: Document) -> Converted:
                 op_type=function,
                 scope=scope,
                 device="cpu",
-                kind="op",
+                kind=EventKind.OP,
                 lane=f"python/{labels[piece.thread]}",
                 start=piece.start,
                 end=piece.end,

@@ -41,7 +41,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...trace.lanes import LaneKind
-from ...trace.model import EventRole
+from ...trace.model import EventKind, EventRole
 from ..document import Document, Slice, Thread
 from ..metadata import event_id
 from .base import (
@@ -266,7 +266,7 @@ def convert(document: Document) -> Converted:
                 piece.name if cat in ("cpu_op", "") else cat,
                 scope,
                 device,
-                "copy" if cat == "gpu_memcpy" else "op",
+                EventKind.COPY if cat == "gpu_memcpy" else EventKind.OP,
                 lane,
                 piece.start,
                 piece.end,

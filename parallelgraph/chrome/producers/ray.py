@@ -48,7 +48,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from ...trace.lanes import LaneKind
-from ...trace.model import EventRole
+from ...trace.model import EventKind, EventRole
 from ..document import Document, Slice, Thread
 from .base import Converted, Draft, Knobs, Producer, skipped_note
 
@@ -211,7 +211,7 @@ def convert(document: Document) -> Converted:
                 op_type=op_type,
                 scope=scope,
                 device="cpu",
-                kind="op",
+                kind=EventKind.OP,
                 lane=lane,
                 start=piece.start,
                 end=piece.end,

@@ -133,7 +133,7 @@ def _tf_kernels(
 ) -> Draft:
     """The op of a node that ran GPU kernels: the kernel, or a span of them with shards."""
 
-    def draft(piece: Slice, device: TfDevice, kind: str, **extra: Any) -> Draft:
+    def draft(piece: Slice, device: TfDevice, kind: EventKind, **extra: Any) -> Draft:
         lane = f"{device.path}/{piece.thread[1]}"
         if device.path.endswith("/memcpy"):  # GPU work on it makes it a stream (`convert`)
             converted.lane_kinds.setdefault(lane, LaneKind.COPY)
@@ -151,13 +151,13 @@ def _tf_kernels(
 
     first, device = kernels[0]
     copy = device.path.endswith("/memcpy") or op_type.upper().startswith("MEMCPY")
-    op = draft(first, device, "copy" if copy else "op")
+    op = draft(first, device, EventKind.COPY if copy else EventKind.OP)
     if len(kernels) == 1:
         return converted.add(op, first)
     op.end = max(piece.end for piece, _ in kernels)
     converted.add(op)
     for number, (piece, where) in enumerate(kernels):
-        converted.add(draft(piece, where, "shard", shard=number, parent=op), piece)
+        converted.add(draft(piece, where, EventKind.SHARD, shard=number, parent=op), piece)
     return op
 
 
@@ -195,7 +195,7 @@ def convert(document: Document) -> Converted:
                 op_type=str(piece.args.get("op", piece.name)),
                 scope=scope_of(node),
                 device=device.device,
-                kind="op",
+                kind=EventKind.OP,
                 lane=f"{device.path}/{piece.thread[1]}",
                 start=piece.start,
                 end=piece.end,

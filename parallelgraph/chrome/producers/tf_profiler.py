@@ -51,7 +51,7 @@ from collections import defaultdict
 from typing import Any
 
 from ...trace.lanes import LaneKind
-from ...trace.model import EventRole
+from ...trace.model import EventKind, EventRole
 from ..document import Document, Slice, Thread
 from .base import Converted, Draft, Knobs, Producer, innermost_range, scope_of, skipped_note
 from .xla import HASHED, device_lane, device_processes
@@ -224,7 +224,7 @@ def convert(document: Document) -> Converted:
             device, lane = "cpu", lanes[piece.thread]
         else:
             device, lane = device_lane(document, piece, device_match, converted)
-        kind = "copy" if "memcpy" in piece.name.lower() else "op"
+        kind = EventKind.COPY if "memcpy" in piece.name.lower() else EventKind.OP
         drafts[piece.index] = converted.add(
             Draft(node, op_type, scope_of(node), device, kind, lane, piece.start, piece.end),
             piece,
@@ -235,7 +235,9 @@ def convert(document: Document) -> Converted:
         if piece.name == "EagerExecute" and piece.args.get("eager_op"):
             name = f"EagerExecute: {piece.args['eager_op']}"
         lane = lanes[piece.thread]
-        draft = Draft(name, piece.name, "", "cpu", "op", lane, piece.start, piece.end, role=role)
+        draft = Draft(
+            name, piece.name, "", "cpu", EventKind.OP, lane, piece.start, piece.end, role=role
+        )
         converted.add(draft, piece)
     _shards(converted, regions, drafts, lanes, ops)
     _chains(converted, processes, [piece for piece, _ in ops], drafts)
@@ -281,7 +283,7 @@ def _shards(
                 op.op_type,
                 op.scope,
                 op.device,
-                "shard",
+                EventKind.SHARD,
                 lanes[piece.thread],
                 start,
                 end,
@@ -303,7 +305,9 @@ def _chains(
     converted: Converted, processes: list[Slice], op_pieces: list[Slice], drafts: dict[int, Draft]
 ) -> None:
     """Ops one after another inside one ExecutorState::Process: each after the one before."""
-    inside = innermost_range([p for p in op_pieces if drafts[p.index].kind == "op"], processes)
+    inside = innermost_range(
+        [p for p in op_pieces if drafts[p.index].kind == EventKind.OP], processes
+    )
     calls: dict[int, list[Slice]] = defaultdict(list)
     for piece in op_pieces:
         call = inside.get(piece.index)
