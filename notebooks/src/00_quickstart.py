@@ -64,14 +64,16 @@ print(f"inter-op 2 against inter-op 1: {one_each}")
 sessions = {
     inter: pg.Session(g, pg.Config(inter_op_threads=inter, intra_op_threads=1)) for inter in (1, 2)
 }
+repeats = 25  # a few ms a run: enough runs for an interval, and for the load to be measurable
 with LoadMonitor() as monitor:  # what else used the CPUs while we measured
-    runs = measure_interleaved(sessions, out, repeats=9, warmup=1)
+    runs = measure_interleaved(sessions, out, repeats=repeats, warmup=1)
 for session in sessions.values():
     session.close()
 measured = speedup_text(runs[1].makespans_ms, runs[2].makespans_ms)
 for inter, run in runs.items():
     q1, q3 = run.quartiles_ms()
-    print(f"inter-op {inter}: median {run.median_ms:6.1f} ms of 9 runs (IQR {q1:.1f}-{q3:.1f})")
+    print(f"inter-op {inter}: median {run.median_ms:6.1f} ms of {repeats} runs", end=" ")
+    print(f"(IQR {q1:.1f}-{q3:.1f})")
 print(f"inter-op 2 against inter-op 1: {measured}")
 busy = busy_note(monitor.load, threads_used=2)
 if busy:  # nothing is said on a quiet machine
@@ -79,13 +81,13 @@ if busy:  # nothing is said on a quiet machine
 
 # %% [markdown]
 # The timelines of the two traced runs. Each panel's heading compares those two runs alone, one
-# run each; the title gives the speed-up measured over 9 runs of each:
+# run each; the title gives the speed-up measured over 25 runs of each:
 
 # %%
 pg.plot.compare(
     [traces[1], traces[2]],
     labels=["inter-op 1", "inter-op 2"],
-    title=f"inter-op 2 against inter-op 1, medians of 9 runs: {measured}",
+    title=f"inter-op 2 against inter-op 1, medians of {repeats} runs: {measured}",
 )
 
 # %% [markdown]
