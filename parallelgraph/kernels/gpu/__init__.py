@@ -62,12 +62,6 @@ from typing import Any
 
 import numpy as np
 
-if not hasattr(np, "row_stack"):
-    # numba-cuda 0.30.4 registers an overload for np.row_stack when it compiles its first
-    # kernel; NumPy 2.5 removed that alias of vstack, and the compile then fails. Restore it
-    # before any kernel module below is imported.
-    np.row_stack = np.vstack
-
 from . import launch
 from .elementwise import (
     accumulate,

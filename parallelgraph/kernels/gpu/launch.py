@@ -16,6 +16,15 @@ from __future__ import annotations
 import weakref
 from typing import Any, TypeAlias
 
+import numpy as np
+
+if not hasattr(np, "row_stack"):  # pragma: no cover - NumPy >= 2.5 only
+    # numba-cuda 0.30.4 registers an overload for np.row_stack when it compiles its first
+    # kernel; NumPy 2.5 removed that alias of vstack, and the compile then fails. Every kernel
+    # module imports this one before it defines a kernel, so the alias is back in time; it is
+    # set only where NumPy lacks it, and only once a GPU path is used.
+    np.row_stack = np.vstack
+
 DeviceArray: TypeAlias = Any
 """A numba device array (`DeviceNDArray`, or the simulator's stand-in)."""
 Stream: TypeAlias = Any
