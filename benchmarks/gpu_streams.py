@@ -65,6 +65,8 @@ def measure(size, streams: int, launch: str, repeats: int) -> dict:
     import numpy as np
 
     import parallelgraph as pg
+    from parallelgraph.devices import DeviceKind, device_kind
+    from parallelgraph.experiments.measure import median_trace
     from parallelgraph.experiments.presets import size_label, two_networks
     from parallelgraph.kernels import gpu
     from parallelgraph.trace import analysis
@@ -79,14 +81,13 @@ def measure(size, streams: int, launch: str, repeats: int) -> dict:
         error = float(np.max(np.abs(value - reference)) / max(np.max(np.abs(reference)), 1e-30))
         sess.run(out, trace=True)
         traces = [sess.run(out, trace=True)[1] for _ in range(repeats)]
-        gpu_ops = sum(1 for e in traces[0].ops() if e.device.startswith("gpu"))
+        gpu_ops = sum(1 for e in traces[0].ops() if device_kind(e.device) is DeviceKind.GPU)
         walls = []
         for _ in range(repeats):
             start = time.perf_counter()
             sess.run(out)
             walls.append(time.perf_counter() - start)
     makespans = [t.makespan_ms for t in traces]
-    median_trace = traces[makespans.index(sorted(makespans)[len(makespans) // 2])]
     return {
         "size": size_label(size),
         "launch": launch,
@@ -96,7 +97,7 @@ def measure(size, streams: int, launch: str, repeats: int) -> dict:
         "gpu_busy": statistics.median(analysis.gpu_busy(t) for t in traces),
         "host_us_per_op": statistics.median(walls) / gpu_ops * 1e6,
         "error": error,
-        "trace": median_trace,
+        "trace": median_trace(traces),  # the run nearest the median, as everywhere
     }
 
 
