@@ -341,7 +341,7 @@ def pg_cases(stack: contextlib.ExitStack, size: str, traced: int) -> tuple[dict,
             print(failures[-1], flush=True)
             continue
         notes = list(plan.notes)
-        gpu_ops = sum(1 for step in plan.steps if step.device.startswith("gpu"))
+        gpu_ops = sum(1 for step in plan.steps if step.device.is_gpu)
         problems = []
         if tuple(value.shape) != (batch, n_out):
             problems.append(f"shape {tuple(value.shape)} != {(batch, n_out)}")
