@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from ..saving import write_bytes
+from ..trace.analysis import producer_run
 from ..trace.lanes import Lane
 from ..trace.model import WORK, EventKind, Trace, TraceEvent
 
@@ -208,12 +209,6 @@ def _complete_event(event: TraceEvent, thread: tuple[int, int], origin: int) -> 
     }
 
 
-def _producer(candidates: Sequence[TraceEvent], consumer: TraceEvent) -> TraceEvent:
-    """The run of a producer that fed `consumer`: the last one to end before it started."""
-    before = [event for event in candidates if event.end <= consumer.start]
-    return max(before, key=lambda e: e.end) if before else candidates[0]
-
-
 def _flow_events(
     ordered: Sequence[TraceEvent], threads: dict[int, tuple[int, int]], origin: int
 ) -> list[dict[str, Any]]:
@@ -228,8 +223,8 @@ def _flow_events(
         for name in consumer.inputs:
             if name not in producers:
                 continue
-            producer = _producer(producers[name], consumer)
-            if producer.lane == consumer.lane:
+            producer = producer_run(producers[name], consumer)
+            if producer is None or producer.lane == consumer.lane:
                 continue
             flow_id = len(flows) // 2 + 1
             leave = max(producer.start, producer.end - 1)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..trace.analysis import producer_run, runs_named
 from ..trace.lanes import LaneKind, parse_lane
 from ..trace.model import WORK, EventKind, EventRole, Trace, TraceEvent
 from .hover import BarIndex, add_hover
@@ -427,8 +428,7 @@ def _draw_arrows(ax: Axes, tasks: list[TraceEvent], rows: Rows, window: Window) 
     segments = []
     for consumer in tasks:
         for name in _inputs(consumer):
-            candidates = by_name.get(name) or by_name.get(name.rpartition(":")[0], [])
-            producer = _producer(candidates, consumer)
+            producer = producer_run(runs_named(by_name, name), consumer)
             if producer is not None:
                 x0, y0 = window.ms(producer.end), rows.y(producer)
                 x1, y1 = window.ms(consumer.start), rows.y(consumer)
@@ -449,16 +449,6 @@ def _inputs(event: TraceEvent) -> tuple[str, ...]:
     if event.inputs or event.kind != EventKind.COPY:
         return event.inputs
     return (event.name,)
-
-
-def _producer(candidates: list[TraceEvent], consumer: TraceEvent) -> TraceEvent | None:
-    """Of the events named like an input (an op, and maybe copies of its output), the last
-    one to finish before the consumer starts; else any other one."""
-    others = [e for e in candidates if e is not consumer]
-    before = [e for e in others if e.end <= consumer.start]
-    if before:
-        return max(before, key=lambda e: e.end)
-    return others[0] if others else None
 
 
 def _decorate(ax: Axes, lanes: list[str], rows: Rows, window: Window, title: str) -> None:

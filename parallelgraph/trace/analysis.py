@@ -23,10 +23,11 @@ All functions are pure: they read a Trace's events and return numbers or frozen 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..devices import DeviceKind, device_kind
 from .intervals import intersect, length, merge, subtract
 from .model import WORK, EventKind, TraceEvent
 
@@ -107,6 +108,28 @@ def total_work_ns(trace: Trace) -> int:
         for event in trace.events
         if event.kind == EventKind.COPY and event.parent is None
     )
+
+
+def runs_named(by_name: Mapping[str, Sequence[TraceEvent]], name: str) -> Sequence[TraceEvent]:
+    """The events named like the input `name`: those of that name, else of the op whose output
+    "op:1" is (a framework's input names count outputs)."""
+    return by_name.get(name) or by_name.get(name.rpartition(":")[0]) or ()
+
+
+def producer_run(
+    candidates: Sequence[TraceEvent], consumer: TraceEvent, until: int | None = None
+) -> TraceEvent | None:
+    """The run of a producer that fed `consumer`: of the events named like one of its inputs
+    (an op that ran more than once, an op and the copies of its output), the last to end by
+    `until` (the consumer's start unless given), else the first; never the consumer itself,
+    and None when nothing else is named so. The Chrome export's flows, the Gantt's arrows and
+    the memory model's readers all ask this."""
+    others = [event for event in candidates if event is not consumer]
+    limit = consumer.start if until is None else until
+    before = [event for event in others if event.end <= limit]
+    if before:
+        return max(before, key=lambda event: event.end)
+    return others[0] if others else None
 
 
 def critical_path(trace: Trace) -> CriticalPath:
@@ -207,7 +230,7 @@ def gpu_busy(trace: Trace) -> float | None:
     """The part of the makespan during which some kernel ran (the union of the op intervals),
     for a trace whose ops all ran on a GPU; None for any other trace."""
     ops = trace.ops()
-    if not ops or not all(e.device.startswith("gpu") for e in ops):
+    if not ops or not all(device_kind(e.device) is DeviceKind.GPU for e in ops):
         return None
     span = trace.end - trace.start
     return length(trace.work_spans(ops)) / span if span else 0.0

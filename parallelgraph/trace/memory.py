@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from .analysis import producer_run, runs_named
 from .model import WORK, EventKind, TraceEvent
 
 if TYPE_CHECKING:
@@ -237,12 +238,11 @@ def memory_profile(trace: Trace) -> MemoryProfile:
             if consumer.kind != EventKind.COPY
             else (*consumer.inputs, consumer.name)
         )
+        until = consumer.end if consumer.kind == EventKind.COPY else None  # a copy reads as it runs
         for name in dict.fromkeys(names):
-            candidates = producers.get(name) or producers.get(name.rpartition(":")[0])
-            if candidates:
-                producer = _producer(candidates, consumer)
-                if producer is not None:
-                    readers.setdefault(id(producer), []).append(consumer)
+            producer = producer_run(runs_named(producers, name), consumer, until)
+            if producer is not None:
+                readers.setdefault(id(producer), []).append(consumer)
     fetches = fetched_names(trace)
     run_end = trace.end
     buffers = []
@@ -266,14 +266,3 @@ def memory_profile(trace: Trace) -> MemoryProfile:
             )
     buffers.sort(key=lambda b: (b.start, b.op))
     return MemoryProfile(tuple(buffers), tuple(unknown), trace.start, run_end)
-
-
-def _producer(candidates: list[TraceEvent], consumer: TraceEvent) -> TraceEvent | None:
-    """Of the events named like an input, the last to end before the consumer starts (a copy:
-    before it ends); else the first, unless that is the consumer itself."""
-    limit = consumer.start if consumer.kind != EventKind.COPY else consumer.end
-    before = [e for e in candidates if e is not consumer and e.end <= limit]
-    if before:
-        return max(before, key=lambda e: e.end)
-    others = [e for e in candidates if e is not consumer]
-    return others[0] if others else None

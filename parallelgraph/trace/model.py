@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from ..devices import Device
 from . import intervals as intervals_module
 from .lanes import Lane, lane_of, parse_lane
 
@@ -86,6 +87,8 @@ WORK = EventRole.WORK
 
 #: The op type of a copy's event (its kind is `EventKind.COPY`).
 COPY_OP_TYPE = EventKind.COPY.value
+#: The device of the CUDA executor's copies ("copy/h2d", "copy/d2h"): the one GPU it uses.
+COPY_DEVICE = Device("gpu:0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +163,7 @@ class CopyRecord(NamedTuple):
 
 def _copy_event(record: CopyRecord) -> TraceEvent:
     lane = parse_lane(record.lane)
-    device = "gpu:0" if lane.pool == "copy" else lane.pool
+    device = COPY_DEVICE if lane.pool == "copy" else lane.pool  # a Dask worker's transfers
     name = record.op_name
     return TraceEvent(
         name, COPY_OP_TYPE, name.rpartition("/")[0], device, EventKind.COPY, record.lane,
