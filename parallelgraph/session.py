@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .config import Config, cpu_count
+from .devices import Device
 from .errors import GraphError, OpError, describe
 from .executors import make_executor
 from .executors.registry import executor_spec
@@ -233,7 +234,7 @@ class Session:
         that place ops on a GPU ever import numba.cuda."""
         if not executor_spec(self.config.executor).runs_gpu_steps:
             return False
-        if not any(op.device.is_gpu for op in self.graph.ops):
+        if not any(Device(op.device).is_gpu for op in self.graph.ops):
             return False
         from .executors.cuda import gpu_available
 
