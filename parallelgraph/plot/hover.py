@@ -88,7 +88,7 @@ class BarIndex:
         """The toolbar's read-out: time and lane, and the op under the mouse."""
         event = self.at(x, y)
         where = f"t = {x:.3f} ms, lane {self.lane_at(y) or '-'}"
-        return f"{where}: {event.name} ({_duration_text(event.duration)})" if event else where
+        return f"{where}: {event.name} ({_duration_text(event.duration_ns)})" if event else where
 
 
 def _duration_text(ns: int) -> str:
@@ -101,12 +101,12 @@ def tooltip_text(event: TraceEvent, window_origin: int) -> str:
     lines = [
         name,
         f"scope {event.scope or '<root>'} · lane {event.lane}",
-        f"start {(event.start - window_origin) / 1e6:.3f} ms · {_duration_text(event.duration)}",
+        f"start {(event.start - window_origin) / 1e6:.3f} ms · {_duration_text(event.duration_ns)}",
     ]
     if event.shapes:
         lines.append(event.shapes)
     if event.flops:
-        rate = event.flops / event.duration if event.duration else 0.0  # flop/ns = GFLOP/s
+        rate = event.flops / event.duration_ns if event.duration_ns else 0.0  # flop/ns = GFLOP/s
         lines.append(f"{event.flops / 1e9:.3g} GFLOP at {rate:.3g} GFLOP/s")
     return "\n".join(lines)
 

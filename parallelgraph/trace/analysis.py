@@ -3,7 +3,7 @@
 All functions are pure: they read a Trace's events and return numbers or frozen records.
 
 - **work**: the compute time of the run — for a sharded op the sum of its shards (they may have
-  run on several threads), otherwise the op's own working time (`TraceEvent.work`: its duration
+  run on several threads), otherwise the op's own working time (`TraceEvent.work_ns`: its duration
   less the waiting or setup nested in it). Only the outermost work events of a lane count: an
   event nested in another (a profiler's `aten::addmm` inside `aten::linear`) is part of its
   parent's time, not more of it; waiting and setup events count nowhere (`parallelgraph.trace`).
@@ -102,9 +102,9 @@ def total_work_ns(trace: Trace) -> int:
     shard_time: dict[str, int] = {}
     for event in trace.events:
         if event.kind == EventKind.SHARD and event.role is WORK:
-            shard_time[event.name] = shard_time.get(event.name, 0) + event.work
-    return sum(shard_time.get(event.name, event.work) for event in trace.ops()) + sum(
-        event.work
+            shard_time[event.name] = shard_time.get(event.name, 0) + event.work_ns
+    return sum(shard_time.get(event.name, event.work_ns) for event in trace.ops()) + sum(
+        event.work_ns
         for event in trace.events
         if event.kind == EventKind.COPY and event.parent is None
     )
@@ -145,7 +145,7 @@ def critical_path(trace: Trace) -> CriticalPath:
         for name in sorted(inputs.get(event.name, ())):
             if name in longest and longest[name][0] > best_length:
                 best_length, best_input = longest[name][0], name
-        longest[event.name] = (best_length + event.work, best_input)
+        longest[event.name] = (best_length + event.work_ns, best_input)
     if not longest:
         return CriticalPath((), 0)
     end = max(longest, key=lambda name: longest[name][0])
@@ -362,7 +362,7 @@ def heaviest_dependency(
             continue
         busy = length(trace.work_spans(producers.values()))
         held = length(trace.work_spans(producers[n] for n in needed))
-        heaviest = max(sorted(needed), key=lambda n: producers[n].work)
+        heaviest = max(sorted(needed), key=lambda n: producers[n].work_ns)
         consumer = next(
             c
             for c in sorted(consumers)

@@ -29,7 +29,7 @@ still work. Work events nest among work events only (`depth`, `parent`), waiting
 events among their own kind; the Trace computes once, per lane, the intervals spent in work
 (`work_intervals`), and everything that adds time up counts only those: the makespan, busy
 time, work, bounds, overlap and the replay. A work event's `idle_ns` is the part of it that its
-lane spent in waiting or setup events nested inside it, so `event.work` is its working time.
+lane spent in waiting or setup events nested inside it, so `event.work_ns` is its working time.
 
 `after` is a program-order dependency: on a lane of a producer that runs ops in program order
 (eager PyTorch's calling thread, a Python thread), each outermost op comes after the one before
@@ -119,13 +119,23 @@ class TraceEvent:
     idle_ns: int = 0  # of a work event: its lane's time in waiting/setup nested inside it
 
     @property
+    def duration_ns(self) -> int:
+        return self.end - self.start
+
+    @property
+    def work_ns(self) -> int:
+        """ns of work: the duration less the nested waiting and setup (0 for those events)."""
+        return self.end - self.start - self.idle_ns if self.role is WORK else 0
+
+    @property
     def duration(self) -> int:
+        """`duration_ns`, under its name before units were spelled out."""
         return self.end - self.start
 
     @property
     def work(self) -> int:
-        """ns of work: the duration less the nested waiting and setup (0 for those events)."""
-        return self.end - self.start - self.idle_ns if self.role is WORK else 0
+        """`work_ns`, under its name before units were spelled out."""
+        return self.work_ns
 
     def in_scope(self, scope: str) -> bool:
         """True if the event belongs to `scope` or to a scope nested in it."""
@@ -334,7 +344,7 @@ def work_layout(events: Sequence[TraceEvent]) -> tuple[dict[str, Intervals], lis
             exclusive.setdefault(event.lane, [])
     lanes = {lane: merge_intervals(spans) for lane, spans in exclusive.items()}
     idle = [
-        event.duration - covered(lanes[event.lane], event.start, event.end)
+        event.duration_ns - covered(lanes[event.lane], event.start, event.end)
         if event.role is WORK
         else 0
         for event in events

@@ -12,7 +12,7 @@ What is counted, and how:
   run and appear nowhere, and shards and copies are not ops (a sharded op's time is its op
   event's). Nested op events (a profiler's `aten::addmm` inside `aten::linear`) each have
   their own row.
-- **total** time of an event: its working time (`TraceEvent.work`, the duration less the
+- **total** time of an event: its working time (`TraceEvent.work_ns`, the duration less the
   waiting or setup its lane spent nested in it), so a span that mostly waited does not look
   busy.
 - **self** time of an event: its total time less the part covered by the op events nested in
@@ -192,7 +192,7 @@ def self_times(trace: Trace, ops: list[TraceEvent]) -> list[int]:
             children.setdefault(parent, []).append((ops[position].start, ops[position].end))
     result = []
     for position, event in enumerate(ops):
-        own = event.work
+        own = event.work_ns
         if position in children:
             lane = work.get(event.lane, [])
             own -= sum(covered(lane, s, e) for s, e in intervals.merge(children[position]))
@@ -221,7 +221,7 @@ def top_ops(trace: Trace, by: str = "total", limit: int | None = 20, group: str 
         key = base_name(event.name) if group == "name" else (event.op_type or event.name)
         row = sums.setdefault(key, [0, 0, 0])
         row[0] += 1
-        row[1] += event.work
+        row[1] += event.work_ns
         row[2] += self_ns
     work_ns = sum(own)
     rows = [
