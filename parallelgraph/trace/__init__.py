@@ -3,7 +3,9 @@
 A trace is the hand-off between the stages: executors (or an imported profiler file) produce it,
 and analysis, explain(), the replay, the plots and the exporters only read it.
 
-- `model`: `TraceEvent`, `EventRole`, the executors' record tuples, nesting, and `Trace`.
+- `events`: `TraceEvent`, `EventKind`, `EventRole` and the executors' record tuples;
+  `records`: a run's records into events; `nesting`: nesting and work intervals;
+  `model`: `Trace`, which holds them (and re-exports them).
 - `lanes`: what a lane (a timeline row) is, parsed once from its name.
 - `intervals`: half-open time intervals, the arithmetic every analysis is built from.
 - `analysis`: work, the critical path, bounds, utilisation, idle gaps, dependencies.

@@ -6,6 +6,10 @@ the hot path is two clock reads and an append per event. What the tuples hold is
 `Trace.from_records` keeps them and turns them into frozen `TraceEvent` dataclasses the first
 time someone reads `trace.events`.
 
+This module holds `Trace`; the records it is made of live in `trace.events` (`TraceEvent`,
+`EventKind`, `EventRole`, the executors' records), turning a run's records into events in
+`trace.records`, and nesting and work intervals in `trace.nesting`; all are re-exported here.
+
 Lanes are named "<pool>/<worker>": "inter-op/0" is the thread that called `Session.run`,
 "inter-op/1".. are inter-op pool workers, "intra-op/0".. the intra-op helpers. An op's event sits
 on the lane of the inter-op worker that ran it; its shard events sit on the lanes of whichever
@@ -44,341 +48,62 @@ follow it; it is never reported as a data dependency between branches.
 
 from __future__ import annotations
 
-import bisect
-import dataclasses
-import enum
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any
 
-from ..devices import Device
 from . import intervals as intervals_module
-from .lanes import Lane, lane_of, parse_lane
+from .events import (
+    COPY_DEVICE,
+    COPY_OP_TYPE,
+    WORK,
+    CopyRecord,
+    EventKind,
+    EventRole,
+    StepRecord,
+    TraceEvent,
+)
+from .lanes import Lane, lane_of
+from .nesting import (
+    Intervals,
+    Roled,
+    Spanned,
+    covered,
+    intersection_length,
+    merge_intervals,
+    nest,
+    nesting,
+    role_nesting,
+    with_idle,
+    work_layout,
+)
 
 if TYPE_CHECKING:
     from ..plan import Plan
 
-
-class EventKind(str, enum.Enum):
-    """What an event is a bar of: a whole op, one shard of an op, or a copy between host and
-    device. A `str` enum: the value is what files record, and it compares equal to it."""
-
-    OP = "op"
-    SHARD = "shard"
-    COPY = "copy"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class EventRole(str, enum.Enum):
-    """What an event's time was (see the module docstring); the value is what files record."""
-
-    WORK = "work"
-    WAITING = "waiting"
-    SETUP = "setup"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-WORK = EventRole.WORK
-
-#: The op type of a copy's event (its kind is `EventKind.COPY`).
-COPY_OP_TYPE = EventKind.COPY.value
-#: The device of the CUDA executor's copies ("copy/h2d", "copy/d2h"): the one GPU it uses.
-COPY_DEVICE = Device("gpu:0")
-
-
-@dataclass(frozen=True, slots=True)
-class TraceEvent:
-    """One bar on the timeline: an op, a shard of an op, or a copy. Times in ns.
-
-    `depth` and `parent` say where the event nests on its lane (see the module docstring);
-    they are set by the Trace that holds the event.
-    """
-
-    name: str
-    op_type: str
-    scope: str
-    device: str
-    kind: EventKind
-    lane: str
-    start: int
-    end: int
-    flops: int = 0
-    bytes: int = 0
-    shard: int | None = None
-    inputs: tuple[str, ...] = ()
-    depth: int = 0
-    parent: str | None = None
-    shapes: str = ""  # "(512, 1024) x (1024, 1024) -> (512, 1024) float32", or the profiler's
-    role: EventRole = WORK
-    after: str | None = None  # the op before it on its lane, in program order
-    idle_ns: int = 0  # of a work event: its lane's time in waiting/setup nested inside it
-
-    @property
-    def duration_ns(self) -> int:
-        return self.end - self.start
-
-    @property
-    def work_ns(self) -> int:
-        """ns of work: the duration less the nested waiting and setup (0 for those events)."""
-        return self.end - self.start - self.idle_ns if self.role is WORK else 0
-
-    @property
-    def duration(self) -> int:
-        """`duration_ns`, under its name before units were spelled out."""
-        return self.end - self.start
-
-    @property
-    def work(self) -> int:
-        """`work_ns`, under its name before units were spelled out."""
-        return self.work_ns
-
-    def in_scope(self, scope: str) -> bool:
-        """True if the event belongs to `scope` or to a scope nested in it."""
-        return self.scope == scope or self.scope.startswith(scope + "/")
-
-
-class StepRecord(NamedTuple):
-    """What an executor appends when an op or one of its shards ran (a plain tuple in the hot
-    path: two clock reads and an append; named here, where it is read).
-
-    `kind` is `EventKind.OP` or `EventKind.SHARD` (its value, "op" or "shard", reads the same:
-    the record is turned into an event with `EventKind(kind)`); `shard` is the shard's number,
-    None for a whole op.
-    """
-
-    kind: EventKind
-    step: int  # index into plan.steps
-    lane: str
-    start_ns: int
-    end_ns: int
-    shard: int | None
-
-
-class CopyRecord(NamedTuple):
-    """What an executor appends when a value was copied between host and device (`kind` is
-    `EventKind.COPY`)."""
-
-    kind: EventKind
-    op_name: str  # the op whose value moved
-    lane: str  # "copy/h2d", "copy/d2h", "worker-1/transfer"
-    start_ns: int
-    end_ns: int
-    nbytes: int
-
-
-def _copy_event(record: CopyRecord) -> TraceEvent:
-    lane = parse_lane(record.lane)
-    device = COPY_DEVICE if lane.pool == "copy" else lane.pool  # a Dask worker's transfers
-    name = record.op_name
-    return TraceEvent(
-        name, COPY_OP_TYPE, name.rpartition("/")[0], device, EventKind.COPY, record.lane,
-        record.start_ns, record.end_ns, 0, record.nbytes,
-    )  # fmt: skip
-
-
-def shapes_text(op: Any) -> str:
-    """An op's input and output shapes, as the timeline's tooltip shows them."""
-    inputs = " x ".join(str(tensor.shape) for tensor in op.inputs)
-    return f"{inputs} -> {op.shape} {op.dtype.name}".strip()
-
-
-def _step_event(
-    plan: Plan,
-    record: StepRecord,
-    described: dict[int, tuple[str, str]],
-    renamed: dict[str, str],
-) -> TraceEvent:
-    step = plan.steps[record.step]
-    op = step.op
-    op_type, shapes = described[record.step]
-    kind = EventKind(record.kind)
-    sharded = kind is EventKind.SHARD
-    share = len(step.shards) if sharded else 1
-    return TraceEvent(
-        name=op.name,
-        op_type=op_type,
-        scope=op.scope,
-        device=step.device,
-        kind=kind,
-        lane=record.lane,
-        start=record.start_ns,
-        end=record.end_ns,
-        flops=step.cost.flops // share,
-        bytes=step.cost.bytes // share,
-        shard=record.shard if sharded else None,
-        inputs=() if sharded else tuple(renamed.get(t.name, t.name) for t in op.inputs),
-        shapes=shapes,
-    )
-
-
-def _events_from_records(plan: Plan, records: list[tuple[Any, ...]]) -> tuple[TraceEvent, ...]:
-    """TraceEvents from an executor's `StepRecord` and `CopyRecord` tuples.
-
-    What fusion did comes from `ops.fused.covered` (imported here, not at the top: a trace
-    read from a file never loads the op registry): a fused step's event has the op types it
-    covers ("matmul+add+relu"), and an op inside it names the step as the producer of its
-    value.
-    """
-    from ..ops.fused import covered
-
-    described: dict[int, tuple[str, str]] = {}  # per plan step: (op type, shapes), once
-    renamed: dict[str, str] = {}  # an op inside a fused step -> the step's op
-    for index, step in enumerate(plan.steps):
-        parts = covered(step.op)
-        described[index] = ("+".join(part.type for part in parts), shapes_text(step.op))
-        renamed.update((part.name, step.op.name) for part in parts if part is not step.op)
-    events = [
-        _copy_event(CopyRecord._make(raw))
-        if raw[0] == EventKind.COPY
-        else _step_event(plan, StepRecord._make(raw), described, renamed)
-        for raw in records
-    ]
-    events.sort(key=lambda e: (e.start, e.kind != EventKind.OP))
-    return tuple(events)
-
-
-merge_intervals = intervals_module.merge  # the union of [start, end) intervals
-Intervals = intervals_module.Intervals
-
-
-class Spanned(Protocol):
-    """Anything with a lane and a [start, end) time: an event, or a reader's draft of one."""
-
-    lane: str
-    start: int
-    end: int
-
-
-def nesting(items: Sequence[Spanned]) -> list[tuple[int, int]]:
-    """(depth, index of the parent or -1) of each item, from how they nest on each lane.
-
-    On a lane, an item nests in the innermost earlier item that contains it (starts no later,
-    ends no earlier); ties keep the given order, so a parent listed first stays the parent. Its
-    depth is the number of items still open when it starts, so an item that overlaps a sibling
-    without nesting in it (possible only in imported files) is drawn a row below it, and its
-    parent is the innermost item that does contain it (or none). O(n log n).
-    """
-    starts = [item.start for item in items]
-    ends = [item.end for item in items]
-    by_lane: dict[str, list[int]] = {}
-    for position, item in enumerate(items):
-        by_lane.setdefault(item.lane, []).append(position)
-    placed = [(0, -1)] * len(items)
-    for positions in by_lane.values():
-        positions.sort(key=lambda p: (starts[p], -ends[p], p))
-        stack: list[int] = []
-        for position in positions:
-            start, end = starts[position], ends[position]
-            while stack and ends[stack[-1]] <= start and ends[stack[-1]] < end:
-                stack.pop()
-            if not stack:
-                stack.append(position)
-                continue
-            parent = stack[-1] if end <= ends[stack[-1]] else -1
-            if parent < 0:  # overlaps the top without nesting in it: look further down
-                parent = next((p for p in reversed(stack) if end <= ends[p]), -1)
-            placed[position] = (len(stack), parent)
-            stack.append(position)
-    return placed
-
-
-class Roled(Spanned, Protocol):
-    role: EventRole
-
-
-def role_nesting(items: Sequence[Roled]) -> list[tuple[int, int]]:
-    """`nesting`, with work items nested among work items and the others among themselves
-    (see the module docstring)."""
-    if all(item.role is WORK for item in items):
-        return nesting(items)
-    placed = [(0, -1)] * len(items)
-    work = [position for position, item in enumerate(items) if item.role is WORK]
-    other = [position for position, item in enumerate(items) if item.role is not WORK]
-    for group in (work, other):
-        for position, (depth, parent) in zip(group, nesting([items[p] for p in group])):
-            placed[position] = (depth, group[parent] if parent >= 0 else -1)
-    return placed
-
-
-def nest(events: Sequence[TraceEvent]) -> tuple[TraceEvent, ...]:
-    """`events` with `depth` and `parent` set by `role_nesting`; events already right are
-    kept."""
-    placed = list(events)
-    for position, (depth, parent) in enumerate(role_nesting(events)):
-        event = events[position]
-        name = events[parent].name if parent >= 0 else None
-        if depth != event.depth or name != event.parent:
-            placed[position] = dataclasses.replace(event, depth=depth, parent=name)
-    return tuple(placed)
-
-
-def work_layout(events: Sequence[TraceEvent]) -> tuple[dict[str, Intervals], list[int]]:
-    """Per lane, the intervals its thread spent in work (the innermost open event decides),
-    and each event's `idle_ns` (the time in waiting or setup nested inside a work event).
-
-    O(n log n): one nesting of all events, each event's exclusive time (its span less its
-    children's), the union of the work events' exclusive time per lane.
-    """
-    if all(event.role is WORK for event in events):
-        per_lane: dict[str, list[tuple[int, int]]] = {}
-        for event in events:
-            per_lane.setdefault(event.lane, []).append((event.start, event.end))
-        return {lane: merge_intervals(spans) for lane, spans in per_lane.items()}, [0] * len(events)
-    children: dict[int, list[tuple[int, int]]] = {}
-    for position, (_, parent) in enumerate(nesting(events)):
-        if parent >= 0:
-            children.setdefault(parent, []).append((events[position].start, events[position].end))
-    exclusive: dict[str, list[tuple[int, int]]] = {}
-    for position, event in enumerate(events):
-        own = [(event.start, event.end)]
-        if position in children:
-            own = intervals_module.subtract(own, merge_intervals(children[position]))
-        if event.role is WORK:
-            exclusive.setdefault(event.lane, []).extend(own)
-        else:
-            exclusive.setdefault(event.lane, [])
-    lanes = {lane: merge_intervals(spans) for lane, spans in exclusive.items()}
-    idle = [
-        event.duration_ns - covered(lanes[event.lane], event.start, event.end)
-        if event.role is WORK
-        else 0
-        for event in events
-    ]
-    return lanes, idle
-
-
-def _with_idle(event: TraceEvent, idle_ns: int) -> TraceEvent:
-    return event if event.idle_ns == idle_ns else dataclasses.replace(event, idle_ns=idle_ns)
-
-
-def covered(intervals: Intervals, start: int, end: int) -> int:
-    """How much of [start, end) the sorted disjoint `intervals` cover (by bisection)."""
-    position = max(0, bisect.bisect_right(intervals, (start, start)) - 1)
-    total = 0
-    while position < len(intervals) and intervals[position][0] < end:
-        low, high = max(intervals[position][0], start), min(intervals[position][1], end)
-        if low < high:
-            total += high - low
-        position += 1
-    return total
-
-
-def intersection_length(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> int:
-    """Total length of the intersection of two sorted disjoint interval lists."""
-    return intervals_module.length(intervals_module.intersect(list(a), list(b)))
-
-
-def _fetched_ops(plan: Plan) -> list[str]:
-    """The names of the steps whose output slots the plan fetches, in fetch order (a fetched
-    source, a variable or feed, is no step and is left out)."""
-    wanted = set(plan.fetch_slots)
-    by_slot = {step.slot: step.op.name for step in plan.steps if step.slot in wanted}
-    return list(dict.fromkeys(by_slot[slot] for slot in plan.fetch_slots if slot in by_slot))
+#: What `from parallelgraph.trace.model import ...` has always offered (events, records,
+#: nesting), beside `Trace`.
+__all__ = [
+    "COPY_DEVICE",
+    "COPY_OP_TYPE",
+    "WORK",
+    "CopyRecord",
+    "EventKind",
+    "EventRole",
+    "Intervals",
+    "Roled",
+    "Spanned",
+    "StepRecord",
+    "Trace",
+    "TraceEvent",
+    "covered",
+    "intersection_length",
+    "merge_intervals",
+    "nest",
+    "nesting",
+    "role_nesting",
+    "work_layout",
+]
 
 
 class Trace:
@@ -416,7 +141,9 @@ class Trace:
         `parallelgraph.trace.memory` keeps live until the run ends)."""
         trace = cls((), metadata)
         if "fetches" not in trace.metadata:
-            trace.metadata["fetches"] = _fetched_ops(plan)
+            from .records import fetched_ops
+
+            trace.metadata["fetches"] = fetched_ops(plan)
         trace._records = (plan, records)
         return trace
 
@@ -426,13 +153,15 @@ class Trace:
         waiting and setup events too (see `role`), each work event with its `idle_ns`."""
         if self._events is None:
             if self._records is not None:
-                self._given, self._records = _events_from_records(*self._records), None
+                from .records import events_from_records
+
+                self._given, self._records = events_from_records(*self._records), None
             self._events, self._given = nest(self._given), ()
         if self._work is None:
             self._work, idle = work_layout(self._events)
             if any(idle[p] != event.idle_ns for p, event in enumerate(self._events)):
                 self._events = tuple(
-                    _with_idle(event, idle[p]) for p, event in enumerate(self._events)
+                    with_idle(event, idle[p]) for p, event in enumerate(self._events)
                 )
         return self._events
 
