@@ -25,12 +25,12 @@ def diamond():
 
 
 def test_work_counts_shards_instead_of_their_op():
-    assert analysis.total_work(diamond()) == 10 + 30 + (10 + 18) + 5
+    assert analysis.total_work_ns(diamond()) == 10 + 30 + (10 + 18) + 5
 
 
 def test_critical_path_follows_inputs():
     path = analysis.critical_path(diamond())
-    assert path.names == ["s/a", "s/b", "d"] and path.length == 45
+    assert path.names == ["s/a", "s/b", "d"] and path.length_ns == 45
 
 
 def test_critical_path_without_dependency_data_is_the_longest_op():
@@ -41,10 +41,10 @@ def test_critical_path_without_dependency_data_is_the_longest_op():
 
 def test_lower_bound_and_trace_methods():
     trace = diamond()
-    assert analysis.lower_bound(trace) == max(73 // 3, 45) == 45
-    assert analysis.lower_bound(trace, workers=1) == 73
-    assert trace.lower_bound(1) == pytest.approx(73e-9)
-    assert trace.work() == pytest.approx(73e-9)
+    assert analysis.lower_bound_ns(trace) == max(73 // 3, 45) == 45
+    assert analysis.lower_bound_ns(trace, workers=1) == 73
+    assert trace.lower_bound_s(1) == pytest.approx(73e-9)
+    assert trace.work_s() == pytest.approx(73e-9)
     assert trace.critical_path().names == ["s/a", "s/b", "d"]
 
 
@@ -53,10 +53,10 @@ def test_utilization_and_idle_gaps():
     use = trace.utilization()
     assert use["inter-op/0"] == pytest.approx(45 / 50)
     assert use["intra-op/0"] == pytest.approx(18 / 50)
-    assert analysis.idle_gaps(trace, "inter-op/0") == [(40, 45)]
-    assert analysis.idle_gaps(trace, "inter-op/1") == [(0, 12), (32, 50)]
-    assert analysis.idle_gaps(trace, "inter-op/1", minimum_ns=15) == [(32, 50)]
-    assert trace.idle_gaps("inter-op/0") == [(40e-6, 45e-6)]
+    assert analysis.idle_gaps_ns(trace, "inter-op/0") == [(40, 45)]
+    assert analysis.idle_gaps_ns(trace, "inter-op/1") == [(0, 12), (32, 50)]
+    assert analysis.idle_gaps_ns(trace, "inter-op/1", minimum_ns=15) == [(32, 50)]
+    assert trace.idle_gaps_ms("inter-op/0") == [(40e-6, 45e-6)]
 
 
 def test_dependency_between_scopes():

@@ -85,13 +85,13 @@ def test_numbers_match_the_raw_events(case):
         busy.setdefault(lane_of(e), []).append(span(e))
     assert trace.lanes == sorted(busy)
     for lane, spans in busy.items():
-        assert trace.lane_busy()[lane] == pytest.approx(length(union(spans)) / 1e6, abs=1e-6)
+        assert trace.lane_busy_s()[lane] == pytest.approx(length(union(spans)) / 1e6, abs=1e-6)
     total = sum(e["dur"] for e in work) / 1e6
-    assert trace.work() == pytest.approx(total, abs=1e-6)
+    assert trace.work_s() == pytest.approx(total, abs=1e-6)
     # one lane in program order: the chain is every node, so the bound is the work itself,
     # whatever the number of workers
-    assert trace.lower_bound() == pytest.approx(max(total / len(busy), total), abs=1e-6)
-    assert trace.lower_bound(2) == pytest.approx(total, abs=1e-6)
+    assert trace.lower_bound_s() == pytest.approx(max(total / len(busy), total), abs=1e-6)
+    assert trace.lower_bound_s(2) == pytest.approx(total, abs=1e-6)
     assert trace.overlap("net1", "net2") == pytest.approx(raw_overlap(name), abs=0.05)
 
 
@@ -144,7 +144,7 @@ def test_replay_under_two_workers_predicts_what_ort_parallel_measured():
     (on the shared 2-core machine both settings of a round saw the same load)."""
     trace = pg.Trace.load(REAL / "ort_seq_intra1.json")
     replay = pg.simulate(trace, pg.Config(inter_op_threads=2), cores=2)
-    assert replay.makespan_ms >= trace.lower_bound(2) * 1e3 - 1e-6
+    assert replay.makespan_ms >= trace.lower_bound_s(2) * 1e3 - 1e-6
     settings = {
         s["file"]: s for s in MANIFEST["ort_seq_intra1.json"]["measured_effects"]["settings"]
     }
@@ -173,4 +173,4 @@ def test_fences_are_left_out_and_noted(tmp_path):
     assert [e.scope for e in trace.ops()] == ["a", "b"]
     assert any("fence" in note for note in trace.metadata["notes"])
     assert trace.makespan_ms == pytest.approx(0.023)
-    assert trace.lower_bound(2) == pytest.approx(20e-6)  # program order: a then b
+    assert trace.lower_bound_s(2) == pytest.approx(20e-6)  # program order: a then b

@@ -85,7 +85,7 @@ def test_pyspy_file_loads_with_the_raw_makespan_busy_time_and_bound(name):
     end = max(spans[-1][1] for spans in working.values() if spans)
     assert trace.makespan_ms == pytest.approx((end - start) / 1e3, abs=1e-6)
     raw_busy = sorted(length(spans) / 1e6 for spans in working.values())
-    assert sorted(trace.lane_busy().values()) == pytest.approx(raw_busy, abs=1e-8)
+    assert sorted(trace.lane_busy_s().values()) == pytest.approx(raw_busy, abs=1e-8)
     # a lane is a thread with a work frame (the main thread's <module> is one, even when all of
     # its time was inside Event.wait); each thread runs in program order, so the chain is the
     # busiest thread
@@ -93,8 +93,8 @@ def test_pyspy_file_loads_with_the_raw_makespan_busy_time_and_bound(name):
     assert len(trace.lanes) == len(lanes)
     total = sum(length(spans) for spans in working.values())
     bound = max(total / len(lanes), max(length(spans) for spans in working.values()))
-    assert trace.lower_bound() == pytest.approx(bound / 1e6, abs=1e-8)
-    assert trace.work() == pytest.approx(total / 1e6, abs=1e-8)
+    assert trace.lower_bound_s() == pytest.approx(bound / 1e6, abs=1e-8)
+    assert trace.work_s() == pytest.approx(total / 1e6, abs=1e-8)
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -119,7 +119,7 @@ def test_waiting_and_setup_are_the_threading_modules_calls():
     assert roles["Thread._bootstrap"] == roles["Thread.run"] == {EventRole.SETUP}
     assert roles["linear"] == roles["numpy_branch"] == {EventRole.WORK}
     # the main thread only waited: its <module> frame holds no work time
-    assert trace.lane_busy()["py-spy/MainThread"] == 0
+    assert trace.lane_busy_s()["py-spy/MainThread"] == 0
 
 
 def test_each_thread_runs_in_program_order():

@@ -89,12 +89,12 @@ def test_ray_timeline_loads_with_the_raw_makespan_busy_time_and_bound(name):
     assert trace.makespan_ms == pytest.approx((end - start) / 1e3, abs=1e-3)
     raw_busy = sorted(length(spans) / 1e6 for spans in lanes.values())
     # ts are epoch µs as floats (0.25 µs apart at that size): equal to a µs
-    assert sorted(trace.lane_busy().values()) == pytest.approx(raw_busy, abs=1e-6)
+    assert sorted(trace.lane_busy_s().values()) == pytest.approx(raw_busy, abs=1e-6)
     assert len(trace.lanes) == len(lanes)
     total = sum(length(spans) for spans in lanes.values())
     bound = max(total / len(lanes), raw_chain(name)) / 1e6
-    assert trace.lower_bound() == pytest.approx(bound, abs=1e-6)
-    assert trace.work() == pytest.approx(total / 1e6, abs=1e-6)
+    assert trace.lower_bound_s() == pytest.approx(bound, abs=1e-6)
+    assert trace.work_s() == pytest.approx(total / 1e6, abs=1e-6)
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -188,7 +188,7 @@ def test_the_lanes_that_run_in_program_order_are_the_driver_and_the_actors():
 def test_replaying_one_cpu_on_two_workers_predicts_the_two_cpu_round():
     trace = pg.Trace.load(REAL / "ray_tasks_cpus1.json")
     predicted = pg.simulate(trace, pg.Config(inter_op_threads=2), cores=2)
-    assert predicted.makespan >= trace.lower_bound(2) - 1e-9
+    assert predicted.makespan_s >= trace.lower_bound_s(2) - 1e-9
     measured = MANIFEST["ray_tasks_cpus2.json"]["timings_ms"]["median_ms"]
     if abs(predicted.makespan_ms - measured) > 0.15 * measured:
         pytest.xfail(

@@ -100,7 +100,7 @@ def test_tf2_files_are_read_as_tensorflow_2_not_jax_with_the_raw_numbers(name):
     for tid, start, end in work:
         by_thread[tid].append((start, end))
     busy = sorted(length(spans) / 1e6 for spans in by_thread.values())
-    assert sorted(trace.lane_busy().values()) == pytest.approx(busy, abs=1e-8)
+    assert sorted(trace.lane_busy_s().values()) == pytest.approx(busy, abs=1e-8)
     assert len(trace.lanes) == len(by_thread)
     # ops are TF's nodes by name, in their name scopes; lanes are readable
     assert {e.scope.split("/")[0] for e in trace.ops()} == {"net1", "net2", ""}
@@ -122,7 +122,7 @@ def test_the_python_thread_waits_while_the_executor_runs_the_ops(name):
     assert "tf/python" not in trace.lanes and "tf/python" in trace.all_lanes
     # the caller's span holds the whole step: its time is not work
     assert call.start <= trace.start and trace.end <= call.end
-    assert trace.work() <= trace.makespan * len(trace.lanes) + 1e-12
+    assert trace.work_s() <= trace.makespan_s * len(trace.lanes) + 1e-12
 
 
 def test_the_first_call_builds_the_graph_as_setup():
@@ -132,7 +132,7 @@ def test_the_first_call_builds_the_graph_as_setup():
     assert building.end <= trace.start  # tracing the function came before the first op
     # the Python tracing before the first op are no part of the run: the makespan is the ops'
     ops = raw_ops(FIRST)
-    assert building.end - building.start > 2 * trace.makespan
+    assert building.end - building.start > 2 * trace.makespan_s
     assert trace.makespan_ms == pytest.approx(
         (max(span(e)[1] for e in ops) - min(e["ts"] for e in ops)) / 1e3, abs=1e-6
     )
@@ -145,11 +145,11 @@ def test_overlap_and_lower_bound_match_the_raw_events(name):
     assert trace.overlap("net1", "net2") == pytest.approx(raw_overlap(name), abs=0.05)
     if not raw_shards(name):  # with intra-op shards a split op's work is its shards
         work = sum(e["dur"] for e in raw_ops(name)) / 1e6
-        assert trace.work() == pytest.approx(work, rel=1e-6)
-        assert trace.lower_bound() == pytest.approx(
+        assert trace.work_s() == pytest.approx(work, rel=1e-6)
+        assert trace.lower_bound_s() == pytest.approx(
             max(work / len(trace.lanes), raw_chain(name) / 1e6), rel=1e-6
         )
-    assert trace.lower_bound() <= trace.makespan + 1e-12
+    assert trace.lower_bound_s() <= trace.makespan_s + 1e-12
 
 
 # -- the seed's question in TF2 ------------------------------------------------------------------
@@ -208,7 +208,7 @@ def test_intra_op_threads_show_as_helpers_running_shards_of_the_matmuls():
 def test_replaying_the_one_thread_run_with_two_threads_predicts_the_measured_two_thread_run():
     trace = pg.Trace.load(REAL / INTER1)
     predicted = pg.simulate(trace, pg.Config(inter_op_threads=2), cores=2)
-    assert predicted.makespan >= trace.lower_bound(2) - 1e-12
+    assert predicted.makespan_s >= trace.lower_bound_s(2) - 1e-12
     assert predicted.makespan_ms == pytest.approx(measured("inter2"), rel=0.15)
     # and the speed-up it predicts is the one measured between untraced runs
     speed_up = predicted.makespan_ms / trace.makespan_ms

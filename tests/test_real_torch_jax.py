@@ -130,14 +130,14 @@ def test_every_file_has_the_raw_work_makespan_busy_time_and_lower_bound(name):
     assert trace.source == ("jax" if name.startswith("jax2_") else "pytorch")
     # the reader rounds each µs float to whole ns: 1 ns either end
     assert trace.makespan_ms == pytest.approx(raw["makespan_us"] / 1e3, abs=2.5e-6)
-    assert sorted(trace.lane_busy().values()) == pytest.approx(
+    assert sorted(trace.lane_busy_s().values()) == pytest.approx(
         sorted(b / 1e6 for b in raw["busy_us"].values()), abs=1e-7
     )
     assert len(trace.lanes) == len(raw["busy_us"])
     work = sum(raw["busy_us"].values())
     bound = max(work / len(raw["busy_us"]), raw["chain_us"])
-    assert trace.lower_bound() == pytest.approx(bound / 1e6, rel=1e-6, abs=1e-8)
-    assert trace.lower_bound() <= trace.makespan + 1e-12
+    assert trace.lower_bound_s() == pytest.approx(bound / 1e6, rel=1e-6, abs=1e-8)
+    assert trace.lower_bound_s() <= trace.makespan_s + 1e-12
     assert all(len(lane) < 40 for lane in trace.lanes)
     text = str(trace.explain())
     assert not any(k in text for k in ("inter_op_threads", "intra_op_threads", "Config("))
@@ -163,7 +163,7 @@ def test_fork_at_inter_op_1_waits_on_the_main_thread_and_runs_one_task_at_a_time
     caller = next(e for e in trace.events if e.name == "forked_two_branch")
     assert caller.role is EventRole.WAITING
     assert trace.lanes == ["cpu/PTThreadPool"]  # the main thread only waited: not a busy lane
-    assert "cpu/python" not in trace.lane_busy()
+    assert "cpu/python" not in trace.lane_busy_s()
     report = trace.explain()
     (pair,) = report.pairs
     assert (pair.scope_a, pair.scope_b, pair.overlap) == ("net1", "net2", 0.0)
@@ -214,7 +214,7 @@ def test_replaying_the_inter_op_1_fork_with_two_threads_predicts_torchs_inter_op
     trace = load(FORK1)
     predicted = pg.simulate(trace, pg.Config(inter_op_threads=2), cores=2)
     measured = MANIFEST[FORK2]["timings_ms"]["median"]
-    assert predicted.makespan >= trace.lower_bound(2) - 1e-9
+    assert predicted.makespan_s >= trace.lower_bound_s(2) - 1e-9
     machine = MANIFEST[FORK2]["measured_effects"]["machine"]
     control = max(machine["control_before"], machine["control_after"])
     if predicted.makespan_ms != pytest.approx(measured, rel=0.15) and control > 0.7:
@@ -232,7 +232,7 @@ def test_the_main_thread_of_eager_pytorch_runs_in_program_order():
     assert {e.lane for e in ops} == {"cpu/python"}
     assert all(e.after == before.name for before, e in itertools.pairwise(ops))
     # so the critical path is the whole thread, and the replay cannot reorder it
-    assert trace.lower_bound(2) == pytest.approx(trace.work(), rel=1e-6)
+    assert trace.lower_bound_s(2) == pytest.approx(trace.work_s(), rel=1e-6)
 
 
 @pytest.mark.parametrize("name", ["torch2_schedule_memory.json", "torch2_compile.json"])
@@ -270,7 +270,7 @@ def test_compilation_is_setup_and_not_part_of_the_run():
     # the fake-tensor ops of tracing, inside the compilation, are setup too
     nested = [e for e in trace.events if dynamo.start <= e.start and e.end <= dynamo.end]
     assert len(nested) > 1 and all(e.role is EventRole.SETUP for e in nested)
-    assert trace.makespan < (dynamo.end - dynamo.start) / 1e9
+    assert trace.makespan_s < (dynamo.end - dynamo.start) / 1e9
     assert [s for s in trace.scopes() if s][:2] == ["first_call", "second_call"]
     assert not any("_data: " in e.name for e in trace.events)  # dynamo's metadata markers
 

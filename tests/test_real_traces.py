@@ -141,15 +141,15 @@ def test_every_real_trace_loads_with_the_raw_makespan_and_lane_busy_time(name):
     end = max(spans[-1][1] for spans in working.values() if spans)
     assert trace.makespan_ms == pytest.approx((end - start) / 1e3, abs=1e-6)
     raw_busy = sorted(length(spans) / 1e6 for spans in working.values())
-    assert sorted(trace.lane_busy().values()) == pytest.approx(raw_busy, abs=1e-8)
+    assert sorted(trace.lane_busy_s().values()) == pytest.approx(raw_busy, abs=1e-8)
     assert len(trace.lanes) == len(working)
 
 
 @pytest.mark.parametrize("name", TRACES)
 def test_bounds_never_exceed_the_makespan_and_nested_time_counts_once(name):
     trace = pg.Trace.load(REAL / name)
-    assert trace.lower_bound() <= trace.makespan + 1e-12
-    assert trace.work() <= sum(trace.lane_busy().values()) + 1e-12
+    assert trace.lower_bound_s() <= trace.makespan_s + 1e-12
+    assert trace.work_s() <= sum(trace.lane_busy_s().values()) + 1e-12
     assert all(0.0 <= u <= 1.0 + 1e-9 for u in trace.utilization().values())
     report = trace.explain()
     assert report.lower_bound_ns <= report.makespan_ns
@@ -229,8 +229,8 @@ def test_pytorch_nested_ops_are_sub_events_not_more_work():
     addmm = [e for e in trace.events if e.parent == linear.name and "addmm" in e.name]
     assert linear.depth == 0 and addmm and addmm[0].depth == 1
     raw = raw_ops("torch_eager_record_function.json")
-    assert trace.work() * 1e6 < sum(e["dur"] for e in raw)  # the raw sum counts nesting twice
-    assert trace.work() <= trace.makespan
+    assert trace.work_s() * 1e6 < sum(e["dur"] for e in raw)  # the raw sum counts nesting twice
+    assert trace.work_s() <= trace.makespan_s
 
 
 def test_pytorch_fork_branches_run_on_named_pool_threads_and_overlap():
@@ -326,4 +326,4 @@ def test_the_lower_bound_is_the_raw_work_and_chain(name):
     else:
         chain = max(work.values())
     expected = max(sum(work.values()) / len(work), chain)
-    assert trace.lower_bound() * 1e6 == pytest.approx(expected, rel=1e-6, abs=0.01)
+    assert trace.lower_bound_s() * 1e6 == pytest.approx(expected, rel=1e-6, abs=0.01)

@@ -31,13 +31,13 @@ def test_interval_helpers():
 
 def test_makespan_lanes_overlap_on_a_known_trace():
     trace = hand_trace()
-    assert trace.makespan == pytest.approx(400e-9) and trace.makespan_ms == pytest.approx(4e-4)
+    assert trace.makespan_s == pytest.approx(400e-9) and trace.makespan_ms == pytest.approx(4e-4)
     assert trace.lanes == ["inter-op/0", "inter-op/1", "intra-op/0"]
     assert trace.scopes() == ["net1", "net2", "net3"]
     # net2 busy 50..120 (70 ns), entirely inside net1's 0..200
     assert trace.overlap("net1", "net2") == 1.0
     assert trace.overlap("net1", "net3") == 0.0
-    assert trace.lane_busy()["inter-op/1"] == pytest.approx(170e-9)
+    assert trace.lane_busy_s()["inter-op/1"] == pytest.approx(170e-9)
     with pytest.raises(ValueError, match="no op events for scope 'net9'"):
         trace.overlap("net1", "net9")
 

@@ -125,8 +125,8 @@ def test_random_nesting_counts_nested_time_once(seed):
             parent = next(e for e in trace.events if e.name == event.parent)
             assert parent.lane == event.lane and parent.depth < event.depth
             assert parent.start <= event.start and event.end <= parent.end
-    assert trace.work() <= sum(trace.lane_busy().values()) + 1e-12
-    assert trace.lower_bound() <= trace.makespan + 1e-12
+    assert trace.work_s() <= sum(trace.lane_busy_s().values()) + 1e-12
+    assert trace.lower_bound_s() <= trace.makespan_s + 1e-12
     assert all(u <= 1.0 + 1e-9 for u in trace.utilization().values())
     scopes = [s for s in trace.scopes() if s]
     if len(scopes) == 2:
@@ -151,8 +151,8 @@ def test_empty_trace_and_zero_length_events():
     instant = TraceEvent("a", "op", "", "cpu", "op", "cpu/0", 5, 5)
     inside = TraceEvent("b", "op", "", "cpu", "op", "cpu/0", 5, 5)
     trace = Trace([instant, inside])
-    assert trace.makespan == 0 and trace.work() == 0
-    assert trace.lower_bound() <= trace.makespan
+    assert trace.makespan_s == 0 and trace.work_s() == 0
+    assert trace.lower_bound_s() <= trace.makespan_s
 
 
 @pytest.mark.parametrize(

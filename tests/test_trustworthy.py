@@ -96,8 +96,8 @@ def test_no_statement_contradicts_its_numbers_on_any_real_trace(name):
 @pytest.mark.parametrize("name", FIXTURES)
 def test_waiting_and_setup_are_never_work_on_any_real_trace(name):
     trace = pg.Trace.load(REAL / name)
-    busy = sum(trace.lane_busy().values())
-    assert trace.work() <= busy + 1e-9
+    busy = sum(trace.lane_busy_s().values())
+    assert trace.work_s() <= busy + 1e-9
     for event in trace.events:
         if event.role is not EventRole.WORK:
             assert event.work == 0
@@ -133,13 +133,13 @@ def test_an_unknown_producers_waiting_and_setup_are_found_and_left_out(seed):
     # the work's numbers, by construction (µs in the generator, ns here)
     assert trace.start == pytest.approx(truth.start_us * 1e3, abs=2)
     assert trace.end == pytest.approx(truth.end_us * 1e3, abs=2)
-    busy = {lane.rpartition("w")[2]: value for lane, value in trace.lane_busy().items()}
+    busy = {lane.rpartition("w")[2]: value for lane, value in trace.lane_busy_s().items()}
     expected = {
         str(tid - 10) if tid >= 10 else "": us / 1e6 for tid, us in truth.lane_work_us.items()
     }
     assert sorted(busy.values()) == pytest.approx(sorted(expected.values()), abs=1e-8)
-    assert trace.work() == pytest.approx(truth.work_us / 1e6, abs=1e-8)
-    assert trace.critical_path().length == pytest.approx(truth.critical_path_us * 1e3, abs=20)
+    assert trace.work_s() == pytest.approx(truth.work_us / 1e6, abs=1e-8)
+    assert trace.critical_path().length_ns == pytest.approx(truth.critical_path_us * 1e3, abs=20)
     for a, b in truth.scope_pairs():
         assert trace.overlap(a, b) == pytest.approx(truth.overlap(a, b), abs=1e-4)
     report = trace.explain()
@@ -179,7 +179,7 @@ def test_a_replay_keeps_program_order_on_a_program_order_lane():
     predicted = pg.simulate(trace, pg.Config(inter_op_threads=2), cores=2)
     a, b = sorted(predicted.ops(), key=lambda e: e.start)
     assert b.start >= a.end
-    assert predicted.makespan_ms >= trace.lower_bound(2) * 1e3 - 1e-6
+    assert predicted.makespan_ms >= trace.lower_bound_s(2) * 1e3 - 1e-6
     report = trace.explain()
     assert report.pairs[0].cause is not Cause.DEPENDENCY  # program order is no data dependency
 
@@ -195,8 +195,8 @@ def test_a_waiting_caller_does_not_make_a_busy_lane():
     trace = from_chrome(events)
     step = next(e for e in trace.events if e.name == "step")
     assert step.role is EventRole.WAITING
-    assert trace.lane_busy()["1/1"] == pytest.approx(1e-6)
-    assert trace.work() == pytest.approx((1 + 97 + 97) * 1e-6)
+    assert trace.lane_busy_s()["1/1"] == pytest.approx(1e-6)
+    assert trace.work_s() == pytest.approx((1 + 97 + 97) * 1e-6)
     report = trace.explain()
     assert report.pairs[0].overlapped
     assert "Not counted as work: 1 waiting event(s) (step" in str(report)
@@ -217,4 +217,4 @@ def test_two_events_that_flow_to_each_other_are_not_both_waiting():
     ]
     trace = from_chrome(events)
     assert all(e.role is EventRole.WORK for e in trace.events)
-    assert trace.work() == pytest.approx(20e-6)
+    assert trace.work_s() == pytest.approx(20e-6)
