@@ -285,8 +285,8 @@ def test_tensorflow_timeline_of_the_seed_graph(tmp_path):
     assert len([e for e in trace.ops() if e.name == "net1/MatMul"]) == 1
     # a node with two kernels: an op spanning them, one shard per kernel
     shards = [e for e in trace.events if e.name == "add" and e.kind == "shard"]
-    assert [(s.shard, s.duration) for s in shards] == [(0, 10_000), (1, 15_000)]
-    assert events["add"].duration == 25_000
+    assert [(s.shard, s.duration_ns) for s in shards] == [(0, 10_000), (1, 15_000)]
+    assert events["add"].duration_ns == 25_000
     assert events["edge_12_add"].kind == "copy" and events["edge_12_add"].op_type == "MEMCPYDtoH"
     assert trace.scopes() == ["net1", "net2", ""]
     assert events["net1/random_normal/RandomStandardNormal"].in_scope("net1")
@@ -361,7 +361,7 @@ def test_bare_list_trace(tmp_path):
     assert trace.lanes == ["7/1", "7/2", "7/3"]
     events = by_name(trace)
     assert (events["net1/conv"].start, events["net1/conv"].end) == (100_500, 150_750)
-    assert events["marker"].duration == 0  # 'X' without dur
+    assert events["marker"].duration_ns == 0  # 'X' without dur
     assert (events["memcpy HtoD"].kind, events["memcpy HtoD"].bytes) == ("copy", 4096)
     assert trace.overlap("net1", "net2") == pytest.approx(30.75 / 50.25)
     assert_survives_save_and_load(trace, tmp_path)

@@ -100,7 +100,7 @@ def test_waiting_and_setup_are_never_work_on_any_real_trace(name):
     assert trace.work_s() <= busy + 1e-9
     for event in trace.events:
         if event.role is not EventRole.WORK:
-            assert event.work == 0
+            assert event.work_ns == 0
     for lane, spans in trace.work_intervals.items():
         for event in trace.events:
             if event.lane == lane and event.role is not EventRole.WORK:
