@@ -15,20 +15,8 @@ Importing this package is cheap: Numba, matplotlib and threadpoolctl load on fir
 from .config import Config
 from .errors import GraphError, OpError
 from .graph import Graph, Op, Tensor, device, get_default_graph, reset_default_graph, scope
-from .ops import (
-    add,
-    add_n,
-    constant,
-    matmul,
-    multiply,
-    placeholder,
-    random_normal,
-    reduce_mean,
-    reduce_sum,
-    relu,
-    tanh,
-    variable,
-)
+from .ops import *  # noqa: F403 - the builders: `ops.__all__`, listed once there
+from .ops import __all__ as _OP_BUILDERS
 from .session import Session, global_variables_initializer
 from .trace import Trace, TraceEvent
 
@@ -96,6 +84,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    *_OP_BUILDERS,
     "Config",
     "Graph",
     "GraphError",
@@ -105,24 +94,12 @@ __all__ = [
     "Tensor",
     "Trace",
     "TraceEvent",
-    "add",
-    "add_n",
-    "constant",
     "dashboard",
     "device",
     "get_default_graph",
     "global_variables_initializer",
-    "matmul",
-    "multiply",
-    "placeholder",
-    "random_normal",
-    "reduce_mean",
-    "reduce_sum",
-    "relu",
     "reset_default_graph",
     "scope",
     "simulate",
     "sweep",
-    "tanh",
-    "variable",
 ]
