@@ -160,13 +160,14 @@ def test_mixed_cpu_and_gpu_graph_copies_across_devices():
 def test_failing_gpu_kernel_raises_op_error_and_session_survives(monkeypatch):
     g, out, _ = seed_graph(device="gpu:0")
     from parallelgraph.kernels import gpu
+    from parallelgraph.kernels.gpu import gemm
 
     with pg.Session(g, pg.Config(streams=2)) as sess:
         good = sess.run(out)
         real_call = gpu.Launch.__call__
 
         def broken(self, stream):
-            if self.kernel is gpu._matmul_kernel:
+            if self.kernel is gemm.config_kernel(np.float32):  # a float32 matmul's first kernel
                 raise MemoryError("out of device memory (injected)")
             real_call(self, stream)
 

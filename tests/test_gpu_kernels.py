@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 
+import gpu_launchers as launchers
 import numpy as np
 import pytest
 from numba import cuda
@@ -65,7 +66,7 @@ def assert_close(actual: np.ndarray, expected: np.ndarray, dtype) -> None:
 def test_matmul_matches_numpy(stream, dtype, m, k, n):
     a, b = random_array((m, k), dtype), random_array((k, n), dtype)
     d_out = nan_output((m, n), dtype, stream)
-    gpu.matmul(device(a, stream), device(b, stream), d_out, stream)
+    launchers.matmul(device(a, stream), device(b, stream), d_out, stream)
     expected = a.astype(np.float64) @ b.astype(np.float64)
     assert_close(result(d_out, stream), expected, dtype)
 
@@ -73,7 +74,7 @@ def test_matmul_matches_numpy(stream, dtype, m, k, n):
 def test_matmul_empty_output_launches_nothing(stream):
     a, b = np.ones((0, 3), np.float32), np.ones((3, 4), np.float32)
     d_out = cuda.device_array((0, 4), np.float32, stream=stream)
-    gpu.matmul(device(a, stream), device(b, stream), d_out, stream)
+    launchers.matmul(device(a, stream), device(b, stream), d_out, stream)
     assert result(d_out, stream).shape == (0, 4)
 
 
@@ -180,7 +181,7 @@ def test_matmul_checks_its_scratch(stream):
     with pytest.raises(ValueError, match="scratch"):
         gpu_matmul.matmul_launches(device(a, stream), device(b, stream), d_out, small, TINY)
     with pytest.raises(ValueError, match="expected"):
-        gpu.matmul(
+        launchers.matmul(
             device(a, stream), device(b, stream), nan_output((5, 7), np.float32, stream), stream
         )
 
@@ -188,8 +189,10 @@ def test_matmul_checks_its_scratch(stream):
 def test_gpu_gemm_imports_on_its_own():
     """kernels.gpu.gemm imports first, without an import cycle through the package."""
     code = (
+        "import numpy as np; "
         "from parallelgraph.kernels.gpu import gemm; from parallelgraph.kernels import gpu; "
-        "assert gpu._matmul_kernel is gemm.config_kernel('float32')"
+        "assert gpu.gemm is gemm and gpu.matmul_launches is gemm.matmul_launches; "
+        "assert gemm.config_kernel('float32') is gemm.config_kernel(np.float32)"
     )
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
@@ -226,7 +229,7 @@ def test_matmul_op_splits_k_in_the_executor_scratch(monkeypatch):
 def test_binary_ops_broadcast_like_numpy(stream, dtype, op, b_shape):
     a, b = random_array((13, 37), dtype), random_array(b_shape, dtype)
     d_out = nan_output(a.shape, dtype, stream)
-    getattr(gpu, op)(device(a, stream), device(b, stream), d_out, stream)
+    getattr(launchers, op)(device(a, stream), device(b, stream), d_out, stream)
     expected = getattr(np, op)(a.astype(np.float64), b.astype(np.float64))
     assert_close(result(d_out, stream), expected, dtype)
 
@@ -235,9 +238,9 @@ def test_binary_ops_reject_a_bad_operand(stream):
     a = device(np.ones((4, 5), np.float32), stream)
     out = nan_output((4, 5), np.float32, stream)
     with pytest.raises(ValueError, match="b must be"):
-        gpu.add(a, device(np.ones(4, np.float32), stream), out, stream)
+        launchers.add(a, device(np.ones(4, np.float32), stream), out, stream)
     with pytest.raises(ValueError, match="one dtype"):
-        gpu.multiply(a, device(np.ones((4, 5), np.float64), stream), out, stream)
+        launchers.multiply(a, device(np.ones((4, 5), np.float64), stream), out, stream)
 
 
 # --- relu, tanh, accumulate ------------------------------------------------------------------
@@ -248,7 +251,7 @@ def test_relu_keeps_nan_and_zeroes_negatives(stream, dtype):
     x = random_array(301, dtype)
     x[:6] = [np.nan, -np.inf, np.inf, -0.0, 0.0, -1e-30]
     d_out = nan_output(x.shape, dtype, stream)
-    gpu.relu(device(x, stream), d_out, stream)
+    launchers.relu(device(x, stream), d_out, stream)
     out = result(d_out, stream)
     assert np.isnan(out[0]) and out[1] == 0 and out[2] == np.inf and out[5] == 0
     assert_close(out, np.maximum(x.astype(np.float64), 0), dtype)
@@ -259,7 +262,7 @@ def test_tanh_matches_numpy(stream, dtype):
     x = random_array(300, dtype) * 4
     x[:3] = [30.0, -30.0, 0.0]
     d_out = nan_output(x.shape, dtype, stream)
-    gpu.tanh(device(x, stream), d_out, stream)
+    launchers.tanh(device(x, stream), d_out, stream)
     assert_close(result(d_out, stream), np.tanh(x.astype(np.float64)), dtype)
 
 
@@ -268,10 +271,10 @@ def test_add_then_accumulate_folds_add_n_in_order(stream, dtype):
     terms = [random_array((7, 19), dtype) for _ in range(4)]
     d_terms = [device(t, stream) for t in terms]
     d_out = nan_output((7, 19), dtype, stream)
-    gpu.add(d_terms[0], d_terms[1], d_out, stream)
+    launchers.add(d_terms[0], d_terms[1], d_out, stream)
     flat_out = d_out.reshape(-1)
     for d_term in d_terms[2:]:
-        gpu.accumulate(flat_out, d_term.reshape(-1), stream)
+        launchers.accumulate(flat_out, d_term.reshape(-1), stream)
     expected = terms[0].copy()
     for term in terms[1:]:
         expected = expected + term  # the CPU fold, in the dtype
@@ -281,7 +284,7 @@ def test_add_then_accumulate_folds_add_n_in_order(stream, dtype):
 def test_elementwise_launchers_reject_host_arrays(stream):
     x = np.ones(8, np.float32)
     with pytest.raises(TypeError, match="device arrays"):
-        gpu.relu(x, nan_output((8,), np.float32, stream), stream)
+        launchers.relu(x, nan_output((8,), np.float32, stream), stream)
 
 
 # --- reduce_sum ------------------------------------------------------------------------------
@@ -305,7 +308,7 @@ def run_reduce(x: np.ndarray, mean: bool, stream, use_scratch: bool) -> np.ndarr
     if use_scratch:
         size = max(1, gpu.reduce_scratch_size(outer, length, inner))
         scratch = cuda.device_array(size, np.float64, stream=stream)
-    gpu.reduce_sum(device(x, stream), d_out, stream, mean=mean, scratch=scratch)
+    launchers.reduce_sum(device(x, stream), d_out, stream, mean=mean, scratch=scratch)
     return result(d_out, stream)
 
 
@@ -336,7 +339,9 @@ def test_reduce_with_scratch_is_deterministic_and_checks_its_size(stream):
     np.testing.assert_array_equal(first, second)
     small = cuda.device_array(2, np.float64, stream=stream)
     with pytest.raises(ValueError, match="scratch"):
-        gpu.reduce_sum(device(x, stream), nan_output((1, 1), x.dtype, stream), stream, False, small)
+        launchers.reduce_sum(
+            device(x, stream), nan_output((1, 1), x.dtype, stream), stream, False, small
+        )
 
 
 # --- random_normal ---------------------------------------------------------------------------
@@ -344,7 +349,7 @@ def test_reduce_with_scratch_is_deterministic_and_checks_its_size(stream):
 
 def gpu_normals(count: int, seed: int, dtype, stream, mean=0.0, stddev=1.0) -> np.ndarray:
     d_out = nan_output((count,), dtype, stream)
-    gpu.random_normal(d_out, seed, mean, stddev, stream)
+    launchers.random_normal(d_out, seed, mean, stddev, stream)
     return result(d_out, stream)
 
 

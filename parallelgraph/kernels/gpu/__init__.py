@@ -8,16 +8,18 @@ launchers.
 
 Launcher contract
 -----------------
-Every op comes in two forms. ``matmul_launches(a, b, out)`` (and ``add_launches``, ...) takes
+Every op has one launcher: ``matmul_launches(a, b, out)`` (and ``add_launches``, ...) takes
 **device arrays** (numba ``DeviceNDArray``; a host NumPy array raises `TypeError`, since numba
 would copy it in and back synchronously), checks shapes and dtypes once, and returns the list of
 `Launch` objects that compute the op: each is one kernel with every argument fixed, enqueued by
-``launch(stream)``. ``matmul(a, b, out, stream)`` is the one-shot form: build and enqueue.
+``launch(stream)``; ``run_launches(launches, stream)`` enqueues a list in order. There is no
+one-shot form in the package: the cuda executor builds a step's launches once and replays them
+(the tests' one-shot helpers, ``tests/gpu_launchers.py``, are this one line each).
 Nothing here synchronizes the host, allocates device memory or copies between host and device:
 the caller allocates every buffer once (and, for a large reduction, an optional float64 scratch
 buffer of `reduce_scratch_size` elements). Empty outputs launch nothing (a grid of zero blocks
 is an error in CUDA). Launch order on one stream is execution order, so ``add_n`` folds as
-``add(x0, x1, out)`` then ``accumulate(out, x2)``, ... like the CPU.
+``add_launches(x0, x1, out)`` then ``accumulate_launches(out, x2)``, ... like the CPU.
 
 Why `Launch` objects: a step's launches are built once and replayed without numba's per-call
 typing and conversion (`launch`, whose docstring has the numbers).
@@ -27,26 +29,29 @@ Numerics
 The kernels follow the CPU ops in `parallelgraph.ops`: float32 and float64, arithmetic in the
 array dtype (constants are cast to it on the host or with ``out.dtype.type`` in the kernel, so
 float32 kernels do no float64 arithmetic: checked in their PTX, where only libdevice's sinf/cosf
-keep a float64 path for huge arguments), except `reduce_sum`, which accumulates in float64 like
+keep a float64 path for huge arguments), except ``reduce_sum``, which accumulates in float64 like
 the CPU. Nothing uses atomics, so every result depends only on the shapes (and, for
-`reduce_sum`, on whether scratch is passed): the same inputs give the same bits on every run.
+``reduce_sum``, on whether scratch is passed): the same inputs give the same bits on every run.
 Results are *not* bitwise equal to the CPU kernels: NVVM contracts ``a * b + c`` into fused
 multiply-adds, CUDA's libm differs from the host's in the last ulp, and matmul sums k in plain
 order (the CPU kernel sums 256-long k blocks). Tests compare with tolerances.
 
 Kernels
 -------
-* `matmul` -- `gemm`: a register-tiled, double-buffered GEMM with split-K for thin shapes; its
+By op; each op's launcher is ``<op>_launches``.
+
+* ``matmul`` -- `gemm`: a register-tiled, double-buffered GEMM with split-K for thin shapes; its
   docstring explains each step (`cublas`: cuBLAS through CuPy, `Config(matmul_kernel="blas")`).
-* `add`, `multiply` -- one thread per output element of the 2-D ``out``; ``b`` is the same shape,
-  a bias over the last axis, or a 1-element scalar (read as ``b[col * step]`` with step 1 or 0).
-* `relu`, `tanh`, `accumulate` -- one thread per element of 1-D arrays.
-* `reduce_sum` -- ``x`` seen as (outer, length, inner). With many outputs (or a short axis, or
+* ``add``, ``multiply`` -- one thread per output element of the 2-D ``out``; ``b`` is the same
+  shape, a bias over the last axis, or a 1-element scalar (read as ``b[col * step]`` with step 1
+  or 0).
+* ``relu``, ``tanh``, ``accumulate`` -- one thread per element of 1-D arrays.
+* ``reduce_sum`` -- ``x`` seen as (outer, length, inner). With many outputs (or a short axis, or
   no scratch) one thread per output sums ``l`` in order in float64. With few outputs and a long
   axis, two passes through the scratch buffer: pass 1 gives each of ``chunks`` threads per
   output an interleaved slice (l = c, c + chunks, ...: adjacent threads read adjacent memory),
   pass 2 adds the ``chunks`` partials in order. ``chunks`` is a function of the shape only.
-* `random_normal` -- one thread per group of four elements: Philox4x32-10 on the counter
+* ``random_normal`` -- one thread per group of four elements: Philox4x32-10 on the counter
   ``j // 4`` with the 64-bit seed as key, in uint64 arithmetic exactly as
   `parallelgraph.kernels.random` (no Python ints mixed in: they would promote to float64), then
   Box-Muller in the output's precision.
@@ -58,24 +63,15 @@ with ``cache=True`` (ignored by the simulator).
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
-
 from . import launch
 from .elementwise import (
-    accumulate,
     accumulate_launches,
-    add,
     add_launches,
-    multiply,
     multiply_launches,
-    relu,
     relu_launches,
-    tanh,
     tanh_launches,
 )
-from .gemm import matmul, matmul_launches, matmul_scratch_size
+from .gemm import matmul_launches, matmul_scratch_size
 from .launch import (
     ELEMENTWISE_THREADS,
     DeviceCopy,
@@ -83,14 +79,13 @@ from .launch import (
     launch_config,
     run_launches,
 )
-from .random import random_normal, random_normal_launches
+from .random import random_normal_launches
 from .reduce import (
     REDUCE_MAX_CHUNKS,
     REDUCE_MIN_SLICE,
     REDUCE_TARGET_THREADS,
     reduce_chunks,
     reduce_scratch_size,
-    reduce_sum,
     reduce_sum_launches,
 )
 
@@ -101,36 +96,20 @@ __all__ = [
     "REDUCE_TARGET_THREADS",
     "DeviceCopy",
     "Launch",
-    "accumulate",
     "accumulate_launches",
-    "add",
     "add_launches",
     "cublas",
     "gemm",
     "launch",
     "launch_config",
-    "matmul",
     "matmul_launches",
     "matmul_scratch_size",
-    "multiply",
     "multiply_launches",
-    "random_normal",
     "random_normal_launches",
     "reduce_chunks",
     "reduce_scratch_size",
-    "reduce_sum",
     "reduce_sum_launches",
-    "relu",
     "relu_launches",
     "run_launches",
-    "tanh",
     "tanh_launches",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "_matmul_kernel":  # the float32 kernel, which a float32 matmul launches first
-        from .gemm import config_kernel
-
-        return config_kernel(np.float32)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

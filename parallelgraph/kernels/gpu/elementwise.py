@@ -9,13 +9,7 @@ from typing import Any
 from numba import cuda
 
 from .checks import check_1d, check_device, check_dtype, check_shape
-from .launch import (
-    DeviceArray,
-    Launch,
-    Stream,
-    launch_config,
-    run_launches,
-)
+from .launch import DeviceArray, Launch, launch_config
 
 
 @cuda.jit(cache=True)
@@ -65,23 +59,13 @@ def _binary_launches(
 
 
 def add_launches(a: DeviceArray, b: DeviceArray, out: DeviceArray) -> list[Launch]:
-    """The launches of `add`."""
+    """out = a + b; a, out 2-D (rows, cols); b the same shape, a bias (cols,) or a scalar (1,)."""
     return _binary_launches(a, b, out, False)
 
 
 def multiply_launches(a: DeviceArray, b: DeviceArray, out: DeviceArray) -> list[Launch]:
-    """The launches of `multiply`."""
+    """out = a * b, broadcasting `b` like `add_launches`."""
     return _binary_launches(a, b, out, True)
-
-
-def add(a: DeviceArray, b: DeviceArray, out: DeviceArray, stream: Stream) -> None:
-    """out = a + b; a, out 2-D (rows, cols); b the same shape, a bias (cols,) or a scalar (1,)."""
-    run_launches(add_launches(a, b, out), stream)
-
-
-def multiply(a: DeviceArray, b: DeviceArray, out: DeviceArray, stream: Stream) -> None:
-    """out = a * b, broadcasting `b` like `add`."""
-    run_launches(multiply_launches(a, b, out), stream)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,30 +106,15 @@ def _unary_launches(kernel: Any, first: DeviceArray, second: DeviceArray) -> lis
 
 
 def relu_launches(x: DeviceArray, out: DeviceArray) -> list[Launch]:
-    """The launches of `relu`."""
+    """out = max(x, 0) on 1-D arrays; NaN stays NaN."""
     return _unary_launches(_relu_kernel, x, out)
 
 
 def tanh_launches(x: DeviceArray, out: DeviceArray) -> list[Launch]:
-    """The launches of `tanh`."""
+    """out = tanh(x) on 1-D arrays."""
     return _unary_launches(_tanh_kernel, x, out)
 
 
 def accumulate_launches(out: DeviceArray, x: DeviceArray) -> list[Launch]:
-    """The launches of `accumulate`."""
-    return _unary_launches(_accumulate_kernel, out, x)
-
-
-def relu(x: DeviceArray, out: DeviceArray, stream: Stream) -> None:
-    """out = max(x, 0) on 1-D arrays; NaN stays NaN."""
-    run_launches(relu_launches(x, out), stream)
-
-
-def tanh(x: DeviceArray, out: DeviceArray, stream: Stream) -> None:
-    """out = tanh(x) on 1-D arrays."""
-    run_launches(tanh_launches(x, out), stream)
-
-
-def accumulate(out: DeviceArray, x: DeviceArray, stream: Stream) -> None:
     """out += x on 1-D arrays (add_n's fold step)."""
-    run_launches(accumulate_launches(out, x), stream)
+    return _unary_launches(_accumulate_kernel, out, x)

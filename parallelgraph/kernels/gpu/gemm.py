@@ -63,8 +63,7 @@ rounds once to the output dtype. Not atomics: float atomics add in whatever orde
 finish, so results would change from run to run; here every result depends only on the shapes
 and the config (the same bits on every run). The scratch is the float64 buffer the executor
 allocates once per plan (``OpDef.gpu_scratch_size``): float32 partials are widened exactly and
-summed in float64. Without scratch (the one-shot `matmul`, or a caller that does not pass one)
-there is no split.
+summed in float64. Without scratch (a caller that does not pass one) there is no split.
 
 Tile sizes, and why
 -------------------
@@ -113,9 +112,7 @@ from .launch import (
     MAX_GRID_Y,
     DeviceArray,
     Launch,
-    Stream,
     launch_config,
-    run_launches,
 )
 
 __all__ = [
@@ -123,7 +120,6 @@ __all__ = [
     "CONFIGS",
     "MatmulConfig",
     "config_kernel",
-    "matmul",
     "matmul_config",
     "matmul_kernel",
     "matmul_launches",
@@ -348,17 +344,6 @@ def matmul_scratch_size(
     return 0 if slices == 1 else slices * m * n
 
 
-def matmul(
-    a: DeviceArray,
-    b: DeviceArray,
-    out: DeviceArray,
-    stream: Stream,
-    scratch: DeviceArray | None = None,
-) -> None:
-    """out[m, n] = a[m, k] @ b[k, n] (k may be 0: zeros), accumulated in the dtype."""
-    run_launches(matmul_launches(a, b, out, scratch), stream)
-
-
 def matmul_launches(
     a: DeviceArray,
     b: DeviceArray,
@@ -366,7 +351,9 @@ def matmul_launches(
     scratch: DeviceArray | None = None,
     config: MatmulConfig | None = None,
 ) -> list[Launch]:
-    """The launches of `matmul`: the tiled kernel, plus the slice sum with split-K.
+    """out[m, n] = a[m, k] @ b[k, n] (k may be 0: zeros), accumulated in the dtype.
+
+    The launches: the tiled kernel, plus the slice sum with split-K.
 
     `scratch`, optional: a 1-D float64 device array of at least `matmul_scratch_size`
     elements; with it, thin shapes split k (see `matmul_splits`). `config`: tile sizes

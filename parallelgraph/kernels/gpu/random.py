@@ -10,13 +10,7 @@ from numba import cuda
 
 from ..random import PHILOX_M0, PHILOX_M1, PHILOX_MASK32, PHILOX_SHIFT, PHILOX_W0, PHILOX_W1
 from .checks import check_device, check_dtype
-from .launch import (
-    DeviceArray,
-    Launch,
-    Stream,
-    launch_config,
-    run_launches,
-)
+from .launch import DeviceArray, Launch, launch_config
 
 _MASK64 = 0xFFFFFFFFFFFFFFFF
 # Philox4x32-10 constants, shared with the CPU kernel (uint64, so every operation stays uint64).
@@ -86,18 +80,13 @@ def _normal_kernel(out, key, shift, scale, mean, stddev):
         out[base + 3] = mean + stddev * z3
 
 
-def random_normal(out: DeviceArray, seed: int, mean: float, stddev: float, stream: Stream) -> None:
+def random_normal_launches(out: DeviceArray, seed: int, mean: float, stddev: float) -> list[Launch]:
     """Fill the 1-D `out` with mean + stddev * N(0, 1) from Philox4x32-10 keyed by `seed`.
 
     Element j is the number `parallelgraph.kernels.random.normal_rows` computes for flat index
     j (up to libm and FMA rounding): counter j // 4, 64-bit key `seed` (taken modulo 2**64),
     uniforms from the top 24 (float32) or 32 (float64) bits of each word.
     """
-    run_launches(random_normal_launches(out, seed, mean, stddev), stream)
-
-
-def random_normal_launches(out: DeviceArray, seed: int, mean: float, stddev: float) -> list[Launch]:
-    """The launches of `random_normal`."""
     check_device(out)
     dtype = check_dtype(out)
     if len(out.shape) != 1:

@@ -8,13 +8,7 @@ import math
 from numba import cuda
 
 from .checks import check_device, check_dtype, check_scratch, check_shape
-from .launch import (
-    DeviceArray,
-    Launch,
-    Stream,
-    launch_config,
-    run_launches,
-)
+from .launch import DeviceArray, Launch, launch_config
 
 #: `reduce_sum` splits the reduced axis only while the outputs alone give fewer threads than
 #: this, only into slices of at least REDUCE_MIN_SLICE elements, and into at most
@@ -81,7 +75,7 @@ def _reduce_combine_kernel(partials, out, chunks, length, mean):
 
 
 def reduce_chunks(outer: int, length: int, inner: int) -> int:
-    """How many interleaved slices `reduce_sum` splits the reduced axis into (with scratch).
+    """How many interleaved slices `reduce_sum_launches` cuts the reduced axis into (with scratch).
 
     1 (a single pass, no scratch used) when the outputs alone give enough threads or the axis is
     short; otherwise enough slices to reach about REDUCE_TARGET_THREADS threads, each of at
@@ -95,33 +89,23 @@ def reduce_chunks(outer: int, length: int, inner: int) -> int:
 
 
 def reduce_scratch_size(outer: int, length: int, inner: int) -> int:
-    """Float64 elements of scratch `reduce_sum` uses for this (outer, length, inner); 0: none."""
+    """Float64 elements of scratch `reduce_sum_launches` needs for this shape; 0: none."""
     chunks = reduce_chunks(outer, length, inner)
     return 0 if chunks == 1 else outer * chunks * inner
-
-
-def reduce_sum(
-    x: DeviceArray,
-    out: DeviceArray,
-    stream: Stream,
-    mean: bool = False,
-    scratch: DeviceArray | None = None,
-) -> None:
-    """out[o, i] = sum over l of x[o, l, i], accumulated in float64, then cast to out's dtype.
-
-    x: 3-D (outer, length, inner); out: 2-D (outer, inner), the same dtype. `mean` divides by
-    length (length 0: NaN; the sum of an empty axis is 0). `scratch`, optional: a 1-D float64
-    device array of at least `reduce_scratch_size(outer, length, inner)` elements; with it, few
-    outputs over a long axis are computed in two passes with many more threads. Deterministic:
-    the result depends only on the shapes and on whether scratch is given.
-    """
-    run_launches(reduce_sum_launches(x, out, mean, scratch), stream)
 
 
 def reduce_sum_launches(
     x: DeviceArray, out: DeviceArray, mean: bool = False, scratch: DeviceArray | None = None
 ) -> list[Launch]:
-    """The launches of `reduce_sum`: one, or two with scratch (partials, then combine)."""
+    """out[o, i] = sum over l of x[o, l, i], accumulated in float64, then cast to out's dtype.
+
+    x: 3-D (outer, length, inner); out: 2-D (outer, inner), the same dtype. `mean` divides by
+    length (length 0: NaN; the sum of an empty axis is 0). `scratch`, optional: a 1-D float64
+    device array of at least `reduce_scratch_size(outer, length, inner)` elements; with it, few
+    outputs over a long axis are computed in two passes with many more threads (two launches:
+    partials, then combine). Deterministic: the result depends only on the shapes and on
+    whether scratch is given.
+    """
     check_device(x, out)
     check_dtype(x, out)
     if len(x.shape) != 3:
