@@ -3,8 +3,9 @@
 The cuda executor allocates a plan's buffers once, so a step's kernels see the same arrays on
 every run and their launches can be built once and replayed. Numba's own launch path
 (``kernel[grid, block, stream](*args)``) types every argument and converts each array to kernel
-parameters on every call: 58-275 us per launch of a three-array kernel on the host of an H200
-machine (6-9 us prepared), more than many of the kernels take. A `Launch` does that work once:
+parameters on every call, which on an H200's host costs more than many of the kernels take
+(benchmarks/RESULTS.md, "GPU streams": one launch through numba against prepared). A `Launch`
+does that work once:
 its first call goes through numba (which compiles and launches), a hook captures the compiled
 kernel, and later calls hand the converted parameters straight to ``cuda.core.launch``
 (`DIRECT_LAUNCH`; in the CUDA simulator, or if numba's internals ever change shape, every call
