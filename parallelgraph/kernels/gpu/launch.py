@@ -5,11 +5,10 @@ every run and their launches can be built once and replayed. Numba's own launch 
 (``kernel[grid, block, stream](*args)``) types every argument and converts each array to kernel
 parameters on every call, which on an H200's host costs more than many of the kernels take
 (benchmarks/RESULTS.md, "GPU streams": one launch through numba against prepared). A `Launch`
-does that work once:
-its first call goes through numba (which compiles and launches), a hook captures the compiled
-kernel, and later calls hand the converted parameters straight to ``cuda.core.launch``
-(`DIRECT_LAUNCH`; in the CUDA simulator, or if numba's internals ever change shape, every call
-simply goes through numba).
+does that work once: its first call goes through numba (which compiles and launches), a hook
+captures the compiled kernel, and later calls hand the converted parameters straight to
+``cuda.core.launch`` (`DIRECT_LAUNCH`; in the CUDA simulator, or if numba's internals ever
+change shape, every call simply goes through numba).
 """
 
 from __future__ import annotations
