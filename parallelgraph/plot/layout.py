@@ -2,7 +2,8 @@
 
 matplotlib's constrained layout asks every axes for its tight bounding box, which lays out and
 measures every tick label of every axis, and then the draw does it all again: on a two-panel
-`compare` that is ~170 ms of a ~380 ms redraw, the largest single cost of a dashboard update.
+`compare` that was nearly half of a redraw (benchmarks/plot_speed.py), the largest single cost
+of a dashboard update.
 Timeline figures have a fixed shape, so their margins follow from a handful of texts:
 
 - left: the widest lane name (y tick labels) of any panel, names shortened by `short_name`

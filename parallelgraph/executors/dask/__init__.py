@@ -48,16 +48,11 @@ session's clock (`clocks.py`), so `plot`, `overlap` and `explain` work unchanged
 is submitted once more with the sources sent again; what else ends a run is in
 `failures.py`. The wait polls every `POLL_S`, so it never hangs.
 
-Measured cost (benchmarks/dask_overhead.py, the 2-core VM, a LocalCluster of 2 worker
-processes x 1 thread sharing the 2 cores with the client and the scheduler): per task the same
-as plain `dask.delayed` calling the same kernels (0.86-1.09x over four runs): 2.2-3.2 ms per
-task in a wide fan-in and 7-9 ms per task along a chain of unfused tasks (each dependency is a
-round trip through the scheduler), against 0.02-0.05 ms for the threads executor; fused, a
-198-op chain is one task (0.26 ms per op). Tracing adds one `client.run` per run (0-30 ms here,
-within the noise). The medium two-network graph takes 102-105 ms on the two workers (137-144
-unfused) against 48-53 ms for the threads executor with two inter-op threads on the same cores:
-scaling out pays only when ops are much longer than those round trips, or when one machine is
-really not enough.
+**Cost.** Each dependency between tasks is a round trip through the scheduler, and a chain of
+ops fused into one task saves all of its round trips; per task the executor costs what plain
+`dask.delayed` costs on the same kernels (benchmarks/dask_overhead.py, whose numbers are in
+benchmarks/RESULTS.md, "Dask executor"). Scaling out pays only when ops are much longer than
+those round trips, or when one machine is really not enough.
 """
 
 from __future__ import annotations
