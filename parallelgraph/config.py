@@ -9,16 +9,26 @@ The two pools, in one sentence each:
 - `inter_op_threads`: how many *ops* may run at the same time (the calling thread is one of them).
 - `intra_op_threads`: how many threads may work on the shards of *one* op (the op's own thread
   plus `intra_op_threads - 1` helpers from a pool that all running ops share).
+
+Run knobs. A field whose metadata names a `control` (made by `knob(...)`) is a run knob: the
+dashboard (`parallelgraph.widgets`) makes its control, its `Knobs` value and the Config it runs
+from that metadata alone, the way `interact` makes a control from a parameter. A new run knob
+is one field here:
+
+    fuse: bool = field(default=False, metadata=knob("checkbox", "fuse", "one step per chain"))
+
+Field metadata also carries a setting's `choices` (validated here, offered in menus), so the
+allowed values are written once. The executors' names come from `executors.registry` (read
+lazily: the registry is a leaf, but `executors/` is the package that imports this one).
 """
 
 from __future__ import annotations
 
 import numbers
 import os
-from dataclasses import dataclass, fields
+from dataclasses import Field, dataclass, field, fields
 from typing import Any
 
-EXECUTORS = ("sequential", "threads", "dask")
 STREAM_POLICIES = ("single", "branches", "round_robin")
 MATMUL_KERNELS = ("blas", "numba")
 #: The most threads one pool may have. Far above any useful count (threads beyond the cores only
@@ -34,6 +44,55 @@ ALIASES = {
     "intra_op_parallelism_threads": "intra_op_threads",
     "allow_soft_placement": "soft_placement",
 }
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EXECUTORS":  # every Config.executor value, from the executor registry
+        return _executor_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _executor_names() -> tuple[str, ...]:
+    from .executors.registry import EXECUTOR_NAMES
+
+    return EXECUTOR_NAMES
+
+
+def _usable_executors() -> tuple[str, ...]:
+    """The executors a menu offers: those that can be made here (dask needs distributed)."""
+    from .executors.registry import usable_executors
+
+    return usable_executors()
+
+
+def knob(control: str, label: str, help: str, **details: Any) -> dict[str, Any]:
+    """Field metadata that makes a `Config` field a run knob of the dashboard.
+
+    `control`: "slider" (an int; `range=(low, high)`, widened to hold the starting value),
+    "dropdown" (the field's `choices`) or "checkbox" (a bool); `label` names the control and
+    `help` is its tooltip. Optional details: `start`, the dashboard's first value where it is
+    not the field's default; `row`, 1 (beside device and executor) or 2 (the default, with the
+    thread counts); `gpu_only`, greyed unless ops run on a GPU; `choices` (a tuple, or a
+    function returning one, asked when needed) and `menu` (what a menu offers, when fewer).
+
+    >>> knob("slider", "streams", "CUDA streams", range=(1, 8))["control"]
+    'slider'
+    """
+    if control not in ("slider", "dropdown", "checkbox"):
+        raise ValueError(f"a knob's control is 'slider', 'dropdown' or 'checkbox', not {control!r}")
+    return {"control": control, "label": label, "help": help, **details}
+
+
+def choices_of(f: Field) -> tuple[Any, ...] | None:
+    """The values a field allows (its metadata's `choices`, asked if a function), or None."""
+    choices = f.metadata.get("choices")
+    return tuple(choices()) if callable(choices) else choices
+
+
+def run_knob_fields(config_type: type[Config] | None = None) -> tuple[Field, ...]:
+    """The fields of `config_type` (default: `Config`) that are run knobs (`knob` metadata),
+    in declaration order."""
+    return tuple(f for f in fields(config_type or Config) if "control" in f.metadata)
 
 
 def cpu_count() -> int:
@@ -54,13 +113,41 @@ class Config:
     2
     """
 
-    inter_op_threads: int = 0
-    intra_op_threads: int = 0
-    executor: str = "threads"
-    streams: int = 1
-    stream_policy: str = "branches"
+    inter_op_threads: int = field(
+        default=0,
+        metadata=knob("slider", "inter-op", "ops running at the same time", range=(1, 8), start=2),
+    )
+    intra_op_threads: int = field(
+        default=0,
+        metadata=knob("slider", "intra-op", "threads working on one op", range=(1, 8), start=1),
+    )
+    executor: str = field(
+        default="threads",
+        metadata=knob(
+            "dropdown",
+            "executor",
+            "what runs the plan",
+            row=1,
+            choices=_executor_names,
+            menu=_usable_executors,
+        ),
+    )
+    streams: int = field(
+        default=1,
+        metadata=knob("slider", "streams", "CUDA streams (GPU ops)", range=(1, 8), gpu_only=True),
+    )
+    stream_policy: str = field(
+        default="branches",
+        metadata=knob(
+            "dropdown",
+            "policy",
+            "which GPU op goes on which stream",
+            choices=STREAM_POLICIES,
+            gpu_only=True,
+        ),
+    )
     soft_placement: bool = True
-    matmul_kernel: str = "blas"
+    matmul_kernel: str = field(default="blas", metadata={"choices": MATMUL_KERNELS})
     #: Run matmul -> add(bias) [-> relu | tanh] as one step where nothing else needs the
     #: intermediate values (see `parallelgraph.ops.fused`); outputs stay bit-identical.
     fuse: bool = False
@@ -109,14 +196,11 @@ class Config:
                     f"Config.{name} must be at most {MAX_THREADS} (this machine has "
                     f"{cpu_count()} cores; 0 means one per core), got {value}"
                 )
-        for name, allowed in (
-            ("executor", EXECUTORS),
-            ("stream_policy", STREAM_POLICIES),
-            ("matmul_kernel", MATMUL_KERNELS),
-        ):
-            if getattr(self, name) not in allowed:
+        for f in fields(self):
+            allowed = choices_of(f)
+            if allowed is not None and getattr(self, f.name) not in allowed:
                 raise ValueError(
-                    f"Config.{name} must be one of {allowed}, got {getattr(self, name)!r}"
+                    f"Config.{f.name} must be one of {allowed}, got {getattr(self, f.name)!r}"
                 )
         placement = self.dask_placement
         if placement is not None and not (
@@ -153,7 +237,8 @@ class Config:
         twice = sorted({name for name in named if named.count(name) > 1})
         if twice:
             raise TypeError(f"Config.replace got {twice[0]!r} twice (once through an alias)")
-        return Config(**{**settings, **{ALIASES.get(k, k): v for k, v in changes.items()}})
+        changed = {**settings, **{ALIASES.get(k, k): v for k, v in changes.items()}}
+        return type(self)(**changed)  # a subclass's copy keeps its own fields
 
     def resolved(self) -> Config:
         """A copy where 0 threads is replaced by the number of cores, as TensorFlow does."""
