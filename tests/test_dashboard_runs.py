@@ -26,6 +26,7 @@ import parallelgraph as pg
 from parallelgraph.experiments import measure
 from parallelgraph.session import Session
 from parallelgraph.widgets import dashboard as widgets
+from parallelgraph.widgets.report import drawn_words
 
 
 def slow_chain(width: int = 256, layers: int = 120):
@@ -788,7 +789,7 @@ def test_stop_after_live_drawings_ends_within_a_second_and_draws_the_median_of_w
         assert_idle_and_said(dash, "stopped", "stopped (Stop) after")
         assert lives[-1] is None  # the final drawing
         title = dash._figure.axes[0].get_title(loc="left")
-        assert "running:" not in title and widgets.drawn_words(dash.result) in title
+        assert "running:" not in title and drawn_words(dash.result) in title
         assert dash.result.runs >= max(k for k, _ in filter(None, lives))
         assert "Timeline: running" not in dash.previous_note.value
     finally:

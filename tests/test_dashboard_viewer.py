@@ -23,11 +23,13 @@ from helpers import neighbour
 
 import parallelgraph as pg
 from parallelgraph.config import cpu_count
+from parallelgraph.executors.registry import executor_spec
 from parallelgraph.experiments.machine_load import MIN_WALL_S, busy_note
 from parallelgraph.ops.builder import build
 from parallelgraph.ops.registry import REGISTRY, OpDef, register
 from parallelgraph.widgets import dashboard as widgets
 from parallelgraph.widgets import viewer
+from parallelgraph.widgets.settings import GraphSource, Knobs, Settings, preset_graph
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -257,16 +259,14 @@ def test_trace_file_names_give_the_settings_and_a_gpu_run_its_streams():
     from datetime import datetime
 
     when = datetime(2026, 1, 2, 3, 4, 5)
-    source = widgets.GraphSource(widgets.preset_graph)
-    gpu = widgets.Knobs(device="gpu:0", streams=2, stream_policy="single")
-    settings = widgets.Settings.of(source, {"preset": "two-networks", "batch": 64}, gpu)
+    source = GraphSource(preset_graph)
+    gpu = Knobs(device="gpu:0", streams=2, stream_policy="single")
+    settings = Settings.of(source, {"preset": "two-networks", "batch": 64}, gpu)
     assert viewer.trace_file_name(settings, when) == (
         "pg-trace_preset_graph-presettwo-networks-batch64_gpu-0-threads-inter2-intra1-"
         "streams2-single_20260102-030405.json"
     )
-    odd = widgets.Settings.of(
-        source, {"preset": "a b/c", "batch": 1}, widgets.Knobs(executor="sequential")
-    )
+    odd = Settings.of(source, {"preset": "a b/c", "batch": 1}, Knobs(executor="sequential"))
     assert viewer.trace_file_name(odd, when) == (
         "pg-trace_preset_graph-preseta-b-c-batch1_cpu-sequential_20260102-030405.json"
     )
@@ -316,12 +316,10 @@ def test_the_busy_words_come_exactly_when_busy_note_gives_a_sentence(dash):
 
 
 def test_threads_used_counts_inter_op_threads_and_shared_intra_op_helpers():
-    assert viewer.threads_used(widgets.Knobs(executor="sequential")) == 1
-    assert viewer.threads_used(widgets.Knobs(inter_op_threads=2, intra_op_threads=1)) == 2
-    assert viewer.threads_used(widgets.Knobs(inter_op_threads=2, intra_op_threads=3)) == 4
-    assert viewer.threads_used(widgets.Knobs(inter_op_threads=0, intra_op_threads=1)) == (
-        cpu_count()
-    )
+    assert viewer.threads_used(Knobs(executor="sequential")) == 1
+    assert viewer.threads_used(Knobs(inter_op_threads=2, intra_op_threads=1)) == 2
+    assert viewer.threads_used(Knobs(inter_op_threads=2, intra_op_threads=3)) == 4
+    assert viewer.threads_used(Knobs(inter_op_threads=0, intra_op_threads=1)) == (cpu_count())
 
 
 # -- the live timeline ----------------------------------------------------------------------
@@ -507,7 +505,7 @@ def test_live_drawings_on_the_interactive_timeline_replace_and_close_their_canva
 def test_the_dask_workers_cpu_time_is_the_runs_own_not_a_neighbours():
     """Under the Dask executor the ops run in worker processes that this process waits on:
     named as ours (`worker_pids`), their work is own_cores, not other processes'."""
-    if not widgets._dask_usable():
+    if not executor_spec("dask").usable():
         pytest.skip("dask.distributed is not installed")
     dashboard = pg.dashboard(slow_chain, width=512, layers=12, repeats=2, executor="dask")
     try:

@@ -24,6 +24,9 @@ from parallelgraph.config import cpu_count
 from parallelgraph.experiments import presets, stats
 from parallelgraph.widgets import Dashboard, GraphSource, Knobs, Result, Runner, Settings
 from parallelgraph.widgets import dashboard as widgets
+from parallelgraph.widgets.report import summary_rows
+from parallelgraph.widgets.runner import run as run_settings
+from parallelgraph.widgets.settings import KNOB_NAMES, preset_graph
 
 TINY = {"batch": 8, "hidden": 16, "repeats": 2}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -75,9 +78,9 @@ def change(dashboard: Dashboard, name: str, value: object) -> Result | None:
 
 
 def preset_settings(**values: object) -> Settings:
-    knobs = {k: values.pop(k) for k in list(values) if k in widgets.KNOB_NAMES}
+    knobs = {k: values.pop(k) for k in list(values) if k in KNOB_NAMES}
     params = {"preset": "two-networks", "batch": 64, "hidden": 256, "dtype": "float32"}
-    return Settings.of(GraphSource(widgets.preset_graph), {**params, **values}, Knobs(**knobs))
+    return Settings.of(GraphSource(preset_graph), {**params, **values}, Knobs(**knobs))
 
 
 # -- your own graph -------------------------------------------------------------------------
@@ -141,7 +144,7 @@ def test_a_built_graph_and_its_fetches_get_the_knobs_only():
         out = three_branches()
     dashboard = pg.dashboard(graph, out, repeats=2, inter_op_threads=1)
     try:
-        assert set(dashboard.controls) == set(widgets.KNOB_NAMES)
+        assert set(dashboard.controls) == set(KNOB_NAMES)
         dashboard.run()
         result = dashboard.wait(timeout=60)
         assert result.built.graph is graph and result.params == {}
@@ -220,19 +223,19 @@ def test_the_presets_build_function_gives_the_presets_at_their_named_sizes(
 ):
     """The sliders' graphs and `presets` stay the same graphs (no drift between copies)."""
     params = {"preset": name, "batch": batch, "hidden": hidden, "dtype": "float32"}
-    ours = GraphSource(widgets.preset_graph).make(params, "cpu")
+    ours = GraphSource(preset_graph).make(params, "cpu")
     theirs = presets.build_preset(name, size)
     describe = lambda g: [(op.name, op.type, op.shape, op.device) for op in g.ops]  # noqa: E731
     assert describe(ours.graph) == describe(theirs.graph)
     assert ours.scopes == theirs.scopes
-    on_gpu = GraphSource(widgets.preset_graph).make(params, "gpu:0")
+    on_gpu = GraphSource(preset_graph).make(params, "gpu:0")
     assert {op.device for op in on_gpu.graph.ops} == {"gpu:0"}
 
 
 def test_run_is_a_function_of_the_settings_and_leaves_no_threads():
     before = threading.active_count()
     settings = preset_settings(inter_op_threads=2, intra_op_threads=2, **TINY)
-    result = widgets.run(settings)
+    result = run_settings(settings)
     assert isinstance(result, Result)
     assert len(result.measurement.traces) == 2 and len(result.measurement.warmup_ms) == 1
     assert result.rebuilt == "graph" and result.ending == "done"
@@ -260,8 +263,13 @@ def test_runner_rebuilds_only_what_changed_and_warms_each_session_once():
 
 
 def test_widgets_module_docstring_examples():
-    result = doctest.testmod(widgets, extraglobs={"pg": pg}, optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted >= 2
+    from parallelgraph.widgets import runner, settings
+
+    results = [
+        doctest.testmod(module, extraglobs={"pg": pg}, optionflags=doctest.ELLIPSIS)
+        for module in (settings, runner)
+    ]
+    assert sum(r.failed for r in results) == 0 and sum(r.attempted for r in results) >= 2
 
 
 # -- the dashboard --------------------------------------------------------------------------
@@ -360,7 +368,7 @@ def test_pins_compare_only_runs_of_the_same_graph(dash):
     dash.pin_button.click()  # a second pin: two baselines at once
     assert [p.knobs.inter_op_threads for p in dash.pinned] == [1, 2]
     change(dash, "intra_op_threads", 2)
-    rows = {row[0]: row[1:] for row in widgets.summary_rows(dash.result, dash.pinned)}
+    rows = {row[0]: row[1:] for row in summary_rows(dash.result, dash.pinned)}
     expected = stats.speedup_text(
         dash.pinned[0].measurement.makespans_ms, dash.result.measurement.makespans_ms
     )
@@ -369,7 +377,7 @@ def test_pins_compare_only_runs_of_the_same_graph(dash):
     three_panels = png_height(png_of(dash))
     assert three_panels > single_height  # the pins and the current run, one time axis
     change(dash, "hidden", 32)  # another graph: no speed-up, both absolute times
-    rows = {row[0]: row[1:] for row in widgets.summary_rows(dash.result, dash.pinned)}
+    rows = {row[0]: row[1:] for row in summary_rows(dash.result, dash.pinned)}
     assert rows["current's speed-up vs this"][1:] == ("another graph: not compared",) * 2
     assert rows["median makespan"][1].endswith(")") and "ms" in rows["median makespan"][1]
     assert "another graph" in dash.table.value
@@ -405,7 +413,7 @@ def test_soft_placement_is_said_once_in_the_output_area(dash, no_gpu):
 
 def test_two_hundred_rebuilds_leave_the_thread_count_where_it_started():
     """Each thread or stream change makes a new session and joins the old one's threads."""
-    widgets.run(preset_settings(**TINY))  # imports and first-use costs out of the way
+    run_settings(preset_settings(**TINY))  # imports and first-use costs out of the way
     start = threading.active_count()
     dashboard = Dashboard(**{**TINY, "repeats": 1}, auto_run=False)
     knobs = [
@@ -483,7 +491,7 @@ def test_speedups_against_pins_carry_their_uncertainty_everywhere(dash):
     change(dash, "repeats", 3)  # three runs against the pin's one: still no conclusion
 
     def shown(pin_number: int) -> str:
-        rows = {row[0]: row[1:] for row in widgets.summary_rows(dash.result, dash.pinned)}
+        rows = {row[0]: row[1:] for row in summary_rows(dash.result, dash.pinned)}
         cell = rows["current's speed-up vs this"][pin_number]
         if pin_number == len(dash.pinned):  # the status gives the latest pin's
             assert f"; {cell} against pin {pin_number};" in dash.status

@@ -47,11 +47,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..executors.registry import executor_spec, find_executor
+
 if TYPE_CHECKING:
     from ..plot import Highlight
     from ..session import Session
     from ..trace.model import Trace
-    from .dashboard import Knobs, Result, Settings
+    from .runner import Result
+    from .settings import Knobs, Settings
 
 #: How many rows of `trace.top_ops()` the output area shows.
 TOP_OPS_ROWS = 10
@@ -151,9 +154,9 @@ def trace_file_name(settings: Settings, when: datetime) -> str:
     k = settings.knobs
     graph = "-".join([settings.source.name, *(f"{name}{value}" for name, value in settings.params)])
     knobs = [k.device, k.executor]
-    if k.executor != "sequential":
+    if executor_spec(k.executor).has_thread_pools:
         knobs += [f"inter{k.inter_op_threads}", f"intra{k.intra_op_threads}"]
-    if k.device != "cpu":
+    if k.on_gpu:
         knobs += [f"streams{k.streams}", k.stream_policy]
     named = f"{_slug(graph)}_{_slug('-'.join(knobs))}"[:MAX_NAME_CHARS].rstrip("-._")
     return f"pg-trace_{named}_{when:%Y%m%d-%H%M%S}.json"
@@ -173,7 +176,7 @@ def save_trace(result: Result, folder: str | Path = ".", when: datetime | None =
 
 
 def saved_words(result: Result, path: Path) -> str:
-    from .dashboard import drawn_words
+    from .report import drawn_words
 
     return (
         f"Saved the run drawn (makespan {result.trace.makespan_ms:.2f} ms, "
@@ -285,17 +288,18 @@ def threads_used(knobs: Knobs) -> int:
     """At most how many threads a run with `knobs` keeps running: the inter-op threads plus
     the intra-op helpers they share (`intra - 1`), as `parallelgraph demo` counts them; one for
     the sequential executor. 0 threads (one per core) count as the cores."""
-    if knobs.executor == "sequential":
+    if not executor_spec(knobs.executor).has_thread_pools:
         return 1
     config = knobs.config().resolved()
     return max(1, config.inter_op_threads + config.intra_op_threads - 1)
 
 
 def worker_pids(session: Session | None) -> Iterable[int]:
-    """The worker processes of a session's Dask executor (their CPU time is the run's own);
-    none for the in-process executors, or when the cluster cannot be asked."""
+    """The worker processes of a session's distributed executor (Dask: their CPU time is the
+    run's own); none for the in-process executors, or when the cluster cannot be asked."""
     executor = getattr(session, "_executor", None)
-    client = getattr(executor, "client", None) if getattr(executor, "name", "") == "dask" else None
+    spec = find_executor(getattr(executor, "name", None))
+    client = getattr(executor, "client", None) if spec is not None and spec.distributed else None
     if client is None:
         return ()
     try:
@@ -397,11 +401,12 @@ class ViewerControls:
     def _restore_timeline(self) -> None:
         """Show the last result's timeline again (after a live drawing of a run that failed);
         hide the timeline when there is none (or it cannot be drawn again)."""
-        from . import dashboard as widgets
+        from .canvas import close_canvas
+        from .report import figure_for
 
         if self.result is not None:
             try:
-                self._show_figure(widgets.figure_for(self.result, self.pinned, self._patterns))
+                self._show_figure(figure_for(self.result, self.pinned, self._patterns))
                 return
             except Exception:  # noqa: BLE001 - the failure being shown is the one to tell
                 pass
@@ -409,7 +414,7 @@ class ViewerControls:
         self.gantt.value, self.gantt.layout.display = b"", "none"
         self._canvas_area.outputs = ()
         if self._canvas is not None:
-            widgets._close_canvas(self._canvas)
+            close_canvas(self._canvas)
             self._canvas = None
         self.timeline.children = (self.gantt,)
         self.search_words.value = ""
@@ -417,7 +422,7 @@ class ViewerControls:
     def _on_search(self, change: dict[str, Any]) -> None:
         """The search box changed (Enter, or leaving it): highlight the matching ops in the
         timeline, without rerunning. While a run goes, its drawings take the new patterns."""
-        from .dashboard import figure_for
+        from .report import figure_for
 
         self._patterns = search_patterns(str(change["new"]))
         if self._busy or self.result is None or self.closed:
