@@ -81,14 +81,26 @@ class Device(str):
 CPU0 = Device("cpu:0")
 
 
+def split_device(name: str) -> tuple[str, int | None]:
+    """Any "kind:index" device name as a trace records it, ours or a foreign profiler's, as
+    (kind text, index); the index is None when there is none or it is not a number. Unlike
+    `Device`, it accepts every kind ("tpu:0"), and it never raises.
+
+    >>> split_device("tpu:1"), split_device("gpu"), split_device("cpu:x")
+    (('tpu', 1), ('gpu', None), ('cpu', None))
+    """
+    kind, _, index = name.partition(":")
+    return kind, int(index) if index.isdecimal() else None
+
+
 def device_kind(name: str) -> DeviceKind | None:
     """The kind of a device name as a trace records it ("gpu:0", "gpu", "cpu"); None when the
     name is none of ours (a foreign profiler's "CUDA", "TPU:0", "")."""
-    kind = name.split(":", 1)[0].strip().lower()
+    kind = split_device(name)[0].strip().lower()
     try:
         return DeviceKind(kind)
     except ValueError:
         return None
 
 
-__all__ = ["CPU0", "Device", "DeviceKind", "device_kind"]
+__all__ = ["CPU0", "Device", "DeviceKind", "device_kind", "split_device"]

@@ -40,6 +40,7 @@ from .ops.registry import opdef
 from .plan import Plan, build_plan
 from .plan_notes import soft_placement_warning
 from .trace.model import Trace
+from .trace.run_info import JitInfo, RunConfig, RunInfo
 
 
 class VariablesInitializer:
@@ -270,18 +271,18 @@ class Session:
         ]
         run_trace = None
         if records is not None:
-            metadata = {
-                "config": self.config.as_dict(),
-                "graph": self.graph.name,
-                "executor": self._executor.name,
-                "cores": cpu_count(),
-                "wall_ns": wall_end - wall_start,
-                "run": self.runs,
-                "notes": list(plan.notes),  # PlanNotes: str in JSON, PlanNote.parse types it back
+            info = RunInfo(
+                config=RunConfig(self.config.as_dict()),
+                graph=self.graph.name,
+                executor=self._executor.name,
+                cores=cpu_count(),
+                wall_ns=wall_end - wall_start,
+                run=self.runs,
+                notes=tuple(plan.notes),  # PlanNotes: str in JSON, PlanNote.parse types it back
                 # Numba's compiler within the run: kernels loaded from its cache or compiled
-                "jit": JIT_CLOCK.during(wall_start, wall_end).as_dict(),
-            }
-            run_trace = Trace.from_records(plan, records, metadata)
+                jit=JitInfo(JIT_CLOCK.during(wall_start, wall_end).as_dict()),
+            )
+            run_trace = Trace.from_records(plan, records, info)
         return results, run_trace
 
     # -- checks ---------------------------------------------------------------------------------

@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from ..trace.model import WORK, EventKind, Trace, role_nesting
+from ..trace.run_info import Metadata, RunInfo
 from .document import Document, FlowPoint, Slice, Thread, read_document
 from .files import paused_gc, read_json
-from .metadata import validate_metadata
 from .producers import detect_producer
 from .producers.base import Converted, Draft
 from .roles import infer_waiting
@@ -157,21 +157,22 @@ def _program_order(
         previous[draft.lane] = draft
 
 
-def _metadata(document: Document, source: str, converted: Any) -> dict[str, Any]:
+def _info(document: Document, source: str, converted: Any) -> RunInfo | Metadata:
+    """Ours: the file's metadata, checked, in its own key order; another tool's: built."""
     if source == "parallelgraph":
         metadata = document.header["otherData"].get("metadata", {})
-        return dict(validate_metadata(metadata, document.source))
+        return Metadata.of(metadata, document.source, file=True)
     imported: dict[str, Any] = {"source": document.source}
     if document.header:
         imported["header"] = document.header  # e.g. PyTorch's schemaVersion, deviceProperties
-    metadata: dict[str, Any] = {"source": source, "imported": imported}
     kinds = converted.every_lane_kind()  # a foreign file's lane names are not ours to parse
-    if kinds:
-        metadata["lane_kinds"] = {lane: kind.value for lane, kind in kinds.items()}
-    notes = [*document.notes, *converted.notes]
-    if notes:
-        metadata["notes"] = notes
-    return metadata
+    notes = (*document.notes, *converted.notes)
+    return RunInfo(
+        source=source,
+        imported=imported,
+        lane_kinds={lane: kind.value for lane, kind in kinds.items()} if kinds else None,
+        notes=notes or None,
+    )
 
 
 def from_chrome(document: Any, source: str = "<trace>") -> Trace:
@@ -198,7 +199,7 @@ def from_chrome(document: Any, source: str = "<trace>") -> Trace:
         draft.freeze(depth, drafts[parent].event_name if parent >= 0 else None)
         for draft, (depth, parent) in zip(drafts, placed)
     ]
-    return Trace(events, _metadata(parsed, producer.name, converted), nested=True)
+    return Trace(events, _info(parsed, producer.name, converted), nested=True)
 
 
 def load(path: str | Path, max_bytes: int | None = None) -> Trace:

@@ -52,7 +52,7 @@ import bisect
 import html
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..trace import analysis
 from ..trace.branches import Branch, default_branches, select
@@ -160,13 +160,13 @@ class Explanation:
             return (
                 f"Makespan {self.makespan_ns / ms:.2f} ms, some kernel running "
                 f"{self.gpu_busy:.0%} of it; the critical path ({path or 'none'}) takes "
-                f"{self.critical_path.length / ms:.2f} ms (kernels that share the GPU run "
+                f"{self.critical_path.length_ns / ms:.2f} ms (kernels that share the GPU run "
                 "slower than alone: a guide, not a bound)."
             )
         line = (
             f"Makespan {self.makespan_ns / ms:.2f} ms. Work {self.work_ns / ms:.2f} ms on "
             f"{self.workers} lane(s) gives {self.work_ns / self.workers / ms:.2f} ms; the "
-            f"critical path ({path or 'none'}) takes {self.critical_path.length / ms:.2f} "
+            f"critical path ({path or 'none'}) takes {self.critical_path.length_ns / ms:.2f} "
             f"ms; so no schedule on those lanes beats {self.lower_bound_ns / ms:.2f} ms"
             + (
                 f" (this run took {self.makespan_ns / self.lower_bound_ns:.2f}x that)."
@@ -175,7 +175,9 @@ class Explanation:
             )
         )
         if self.possible and self.possible.possible > self.workers:
-            bound = max(self.work_ns // self.possible.possible, self.critical_path.length)
+            bound = analysis.bound_ns(
+                self.work_ns, self.possible.possible, self.critical_path.length_ns
+            )
             line += (
                 f" With {self.possible.possible} workers ({self.possible.basis}), "
                 f"{bound / ms:.2f} ms."
@@ -210,33 +212,30 @@ def _pair_lines(pair: PairReport) -> list[str]:
 def _knobs(trace: Trace) -> Knobs:
     from ..chrome.producers import knobs_for
 
-    config = trace.metadata.get("config") or {}
-    return knobs_for(trace.source, config.get("executor") if isinstance(config, dict) else None)
+    return knobs_for(trace.source, trace.info.settings.executor)
 
 
 def explain(trace: Trace, *branches: str) -> Explanation:
     """Build the report for `trace` (see the module docstring); `branches` name what to
     compare (scopes, "lane:NAME", "op:PATTERN"), by default the top-level scopes."""
-    config: dict[str, Any] = dict(trace.metadata.get("config", {}) or {})
-    if "cores" in trace.metadata:
-        config["cores"] = trace.metadata["cores"]
+    info = trace.info
     chosen = [select(trace, b) for b in branches] if branches else default_branches(trace)
     first_pairs = _largest_pairs(chosen, MAX_PAIRS)
-    context = Context(trace, config, _knobs(trace), {b.label: b for b in chosen})
+    context = Context(trace, info.settings, info.cores, _knobs(trace), {b.label: b for b in chosen})
     pairs = _ranked(pair_report(context, a, b) for a, b in first_pairs)
-    work = analysis.total_work(trace)
+    work = analysis.total_work_ns(trace)
     used = max(1, len(analysis.compute_lanes(trace)))
     path = analysis.critical_path(trace)
     bound = analysis.lower_bound_ns(trace, used)  # the one bound: max(work / P, path)
     makespan = trace.end - trace.start
     gpu_busy = analysis.gpu_busy(trace)
-    possible = None if gpu_busy is not None else possible_workers(trace, config, used)
+    possible = None if gpu_busy is not None else possible_workers(info.cores, used)
     left_out_ns, left_note = left_out(trace)
     report_notes = left_note + notes(trace) + gpu_notes(pairs, gpu_busy)
     if gpu_busy is not None:
-        advice = gpu_suggestion(context, pairs, makespan, gpu_busy, path.length)
+        advice = gpu_suggestion(context, pairs, makespan, gpu_busy, path.length_ns)
     else:
-        advice = suggestion(context, pairs, makespan, work, possible, path.length)
+        advice = suggestion(context, pairs, makespan, work, possible, path.length_ns)
     return Explanation(
         pairs=pairs,
         makespan_ns=makespan,

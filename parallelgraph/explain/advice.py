@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..trace import analysis
 from .causes import Cause, Context, PairReport, short_share
 from .evidence import EVERY_LANE_BUSY, Advice
 
 if TYPE_CHECKING:
-    from ..chrome.producers.base import Knobs
     from ..trace.model import Trace
 
 
@@ -25,9 +24,9 @@ class Workers:
     basis: str  # "the run's machine had 16 cores", "this machine's 2 cores; the trace does..."
 
 
-def possible_workers(trace: Trace, config: dict[str, Any], used: int) -> Workers:
-    """The workers the run could have had, and whence that number comes."""
-    cores = config.get("cores")
+def possible_workers(cores: int | None, used: int) -> Workers:
+    """The workers the run could have had (`cores`: the run's machine's, when the trace says),
+    and whence that number comes."""
     if cores:
         return Workers(used, max(used, int(cores)), f"the run's machine had {cores} cores")
     machine = os.cpu_count() or 1
@@ -116,7 +115,7 @@ def suggestion(
             "bigger_ops",
         )
     if Cause.ALL_BUSY in causes:
-        inter = config.get("inter_op_threads") or used
+        inter = config.inter_op_threads or used
         if room:
             return Advice(
                 f"more workers than {inter} — the machine has cores to spare: {knobs.inter_op}",
@@ -131,7 +130,7 @@ def suggestion(
     if Cause.NOT_DETERMINED in causes:
         return Advice(f"not determined from this trace — {knobs.experiment}", "experiment")
     if makespan and path >= 0.8 * makespan:
-        return Advice(_critical_path_advice(config, knobs), "critical_path")
+        return Advice(_critical_path_advice(context), "critical_path")
     if makespan and busy_share >= EVERY_LANE_BUSY:
         if room:
             assert possible is not None
@@ -157,7 +156,7 @@ def suggestion(
         return Advice(f"{text}: {knobs.inter_op}", "idle_gaps", busy_share)
     return Advice(
         f"{text}: the branches already ran side by side, so a thread setting will not fill "
-        "them: see where they fall on the timeline (trace.idle_gaps(lane)).",
+        "them: see where they fall on the timeline (trace.idle_gaps_ms(lane)).",
         "idle_gaps",
         busy_share,
     )
@@ -168,7 +167,7 @@ def _longest_gap(trace: Trace) -> str:
     gaps = [
         (end - start, start, lane)
         for lane in analysis.worker_lanes(trace)
-        for start, end in analysis.idle_gaps(trace, lane)
+        for start, end in analysis.idle_gaps_ns(trace, lane)
     ]
     if not gaps:
         return ""
@@ -179,15 +178,16 @@ def _longest_gap(trace: Trace) -> str:
     )
 
 
-def _critical_path_advice(config: dict[str, Any], knobs: Knobs) -> str:
+def _critical_path_advice(context: Context) -> str:
+    config, knobs, cores = context.config, context.knobs, context.cores
     if knobs.tool != "parallelgraph":
         return (
             "faster ops on the critical path: it takes most of the run, so only making its "
             f"ops faster shortens it — {knobs.intra_op}"
         )
-    threads = (config.get("inter_op_threads") or 1) * (config.get("intra_op_threads") or 1)
-    cores = config.get("cores")
-    if cores and threads >= cores and (config.get("intra_op_threads") or 1) < cores:
+    intra = config.intra_op_threads or 1
+    threads = (config.inter_op_threads or 1) * intra
+    if cores and threads >= cores and intra < cores:
         return (
             f"the critical path takes most of the run: only faster ops on it help. More "
             f"intra_op_threads would do that, but the {cores} cores are already all in use "

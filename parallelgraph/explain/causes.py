@@ -33,6 +33,7 @@ from .evidence import (
 if TYPE_CHECKING:
     from ..chrome.producers.base import Knobs
     from ..trace.model import Trace, TraceEvent
+    from ..trace.run_info import RunConfig
 
 
 #: Pairs overlapping at least this much "ran in parallel".
@@ -99,9 +100,20 @@ class PairReport:
 @dataclass(frozen=True)
 class Context:
     trace: Trace
-    config: dict[str, Any]
+    config: RunConfig  # the run's settings (empty for a trace that records none)
+    cores: int | None  # the run's machine's CPUs, when the trace records them
     knobs: Knobs
     branches: dict[str, Branch]  # by label: the branches being compared
+
+    @property
+    def recorded(self) -> bool:
+        """Whether the trace says how it was run (its config or its machine's cores)."""
+        return bool(self.config) or self.cores is not None
+
+    @property
+    def streams(self) -> int:
+        """The run's CUDA streams (1 when not recorded)."""
+        return 1 if self.config.streams is None else self.config.streams
 
 
 def pair_report(context: Context, a: Branch, b: Branch) -> PairReport:
@@ -159,13 +171,13 @@ def _dependency(context: Context, a: Branch, b: Branch) -> Found:
 
 
 def _soft_placement(context: Context, a: Branch, b: Branch) -> Found:
-    moved = plan_notes(context.trace.metadata.get("notes", []), NoteKind.SOFT_PLACEMENT)
+    moved = plan_notes(context.trace.info.notes or (), NoteKind.SOFT_PLACEMENT)
     names = {e.name for e in a.ops + b.ops}
     moved_here = [n for n in moved if n.op in names]
-    if not moved_here or context.config.get("streams", 1) < 2:
+    if not moved_here or context.streams < 2:
         return None
-    inter = context.config.get("inter_op_threads")
-    evidence = PlacementEvidence(len(moved_here), context.config.get("streams", 1), inter)
+    inter = context.config.inter_op_threads
+    evidence = PlacementEvidence(len(moved_here), context.streams, inter)
     return (
         Cause.SOFT_PLACEMENT,
         f"Cause: soft placement — {len(moved_here)} of their ops were placed on a GPU to run on "
@@ -186,14 +198,14 @@ def _one_worker(context: Context, a: Branch, b: Branch) -> Found:
         return _one_stream(context, ops, lanes)
     concurrency = analysis.concurrency(trace, ops_only=True)  # an op's own threads aside
     ordered = tuple(sorted(lanes))
-    if config.get("inter_op_threads") == 1:
+    if config.inter_op_threads == 1:
         return (
             Cause.ONE_WORKER,
             "Cause: one inter-op thread — the config lets only one op run at a time "
             "(inter_op_threads=1), so independent ops queue up.",
             OneAtATimeEvidence(ordered, concurrency, "inter_op_threads=1"),
         )
-    if not config and concurrency < ONE_AT_A_TIME:
+    if not context.recorded and concurrency < ONE_AT_A_TIME:
         where = f"{len(lanes)} lanes" if len(lanes) > 1 else f"one lane, {ordered[0]}"
         return (
             Cause.ONE_WORKER,
@@ -211,12 +223,11 @@ def _has_shards(trace: Trace) -> bool:
 
 
 def _one_stream(context: Context, ops: tuple[TraceEvent, ...], lanes: set[str]) -> Found:
-    config = context.config
-    if config:
-        single = config.get("streams", 1) == 1 or config.get("stream_policy") == "single"
+    if context.recorded:
+        streams, policy = context.streams, context.config.stream_policy
+        single = streams == 1 or policy == "single"
         if len(lanes) == 1 and single:
             lane = next(iter(lanes))
-            streams, policy = config.get("streams", 1), config.get("stream_policy")
             return (
                 Cause.ONE_STREAM,
                 f"Cause: one CUDA stream — every kernel of both went to {lane} "
@@ -227,7 +238,7 @@ def _one_stream(context: Context, ops: tuple[TraceEvent, ...], lanes: set[str]) 
         return None
     time_on: dict[str, int] = {}
     for event in ops:
-        time_on[event.lane] = time_on.get(event.lane, 0) + event.work
+        time_on[event.lane] = time_on.get(event.lane, 0) + event.work_ns
     lane = max(time_on, key=time_on.__getitem__)
     total = sum(time_on.values())
     if total and time_on[lane] >= 0.9 * total:
@@ -275,17 +286,17 @@ def _all_busy(context: Context, a: Branch, b: Branch) -> Found:
 def short_share(ops: Iterable[TraceEvent]) -> float:
     """The share of the ops' time spent in ops shorter than `SHORT_OP_NS`: a branch of a few
     long matmuls and many microsecond reads is not "too short", whatever its median."""
-    durations = [e.work for e in ops]
+    durations = [e.work_ns for e in ops]
     total = sum(durations)
     return sum(d for d in durations if d < SHORT_OP_NS) / total if total else 1.0
 
 
 def _too_short(context: Context, a: Branch, b: Branch) -> Found:
     ops = a.ops + b.ops
-    median = statistics.median(e.work for e in ops)
+    median = statistics.median(e.work_ns for e in ops)
     share = short_share(ops)
     short = share >= 0.5
-    inter = context.config.get("inter_op_threads", 1)
+    inter = 1 if context.config.inter_op_threads is None else context.config.inter_op_threads
     one_lane = len({e.lane for e in ops}) == 1 and inter > 1
     gpu = all(device_kind(e.device) is DeviceKind.GPU for e in ops)
     evidence = ShortOpsEvidence(int(median), share, one_lane, gpu)
@@ -324,7 +335,7 @@ def _latency(context: Context, a: Branch, b: Branch) -> Found:
     waits = analysis.input_wait(context.trace, a.ops + b.ops)
     if not waits or statistics.median(waits) < LATENCY_NS:
         return None
-    spec = find_executor(context.config.get("executor"))
+    spec = find_executor(context.config.executor)
     where = spec.scheduler if spec is not None else "the scheduler"
     median = int(statistics.median(waits))
     return (

@@ -24,7 +24,7 @@ def left_out(trace: Trace) -> tuple[dict[str, int], tuple[str, ...]]:
         (EventRole.SETUP, "loading, initialisation, starting threads"),
     ):
         excluded = [
-            (e.duration - covered(work.get(e.lane, []), e.start, e.end), e)
+            (e.duration_ns - covered(work.get(e.lane, []), e.start, e.end), e)
             for e in trace.left_out().get(role, [])
         ]
         excluded = sorted(((ns, e) for ns, e in excluded if ns > 0), key=lambda item: -item[0])
@@ -53,21 +53,21 @@ JIT_NOTE_SHARE = 0.02
 
 
 def notes(trace: Trace) -> tuple[str, ...]:
-    ours = trace.source == "parallelgraph" and not trace.metadata.get("simulated")
+    ours = trace.source == "parallelgraph" and not trace.info.simulated
     return ((_jit_note(trace) or ()) if ours else ()) + _plan_notes(trace)
 
 
 def _jit_note(trace: Trace) -> tuple[str, ...] | None:
     """What Numba's compiler cost this run (the session recorded it: `kernels.jit_clock`)."""
-    jit = trace.metadata.get("jit")
+    jit = trace.info.jit
     if jit is None:  # a trace from before the jit record
-        return (FIRST_RUN_NOTE,) if trace.metadata.get("run") == 0 else None
-    busy, compiled = float(jit.get("busy_s", 0.0)), int(jit.get("compiled", 0))
-    if busy <= JIT_NOTE_SHARE * max(trace.makespan, 1e-9):
+        return (FIRST_RUN_NOTE,) if trace.info.run == 0 else None
+    busy, compiled = jit.busy_s, jit.compiled
+    if busy <= JIT_NOTE_SHARE * max(trace.makespan_s, 1e-9):
         return None
     if compiled:
         what = (
-            f"{compiled} kernel(s) compiled in {float(jit.get('compile_s', 0.0)):.2f} s, their "
+            f"{compiled} kernel(s) compiled in {jit.compile_s:.2f} s, their "
             "first use with these types on this machine (Numba caches them: the next process "
             "loads them in milliseconds)"
         )
@@ -75,13 +75,13 @@ def _jit_note(trace: Trace) -> tuple[str, ...] | None:
         what = "kernels loaded from Numba's cache, once per process and argument types"
     return (
         f"Numba's compiler held this run up for {busy * 1e3:.0f} ms of its "
-        f"{trace.makespan * 1e3:.0f} ms ({what}); the op times include it: run once more for the "
+        f"{trace.makespan_ms:.0f} ms ({what}); the op times include it: run once more for the "
         "steady state.",
     )
 
 
 def _plan_notes(trace: Trace) -> tuple[str, ...]:
-    notes = plan_notes(trace.metadata.get("notes", []))
+    notes = plan_notes(trace.info.notes or ())
     moved = [n for n in notes if n.kind is NoteKind.SOFT_PLACEMENT]
     # Ours: every plan note but the per-op soft-placement ones (summed up below); another
     # tool's: what its reader noted.

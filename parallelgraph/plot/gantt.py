@@ -463,16 +463,21 @@ def _decorate(ax: Axes, lanes: list[str], rows: Rows, window: Window, title: str
 
 
 def _default_title(trace: Trace, window: Window, zoomed: bool) -> str:
-    config = trace.metadata.get("config") or {}
-    name = trace.metadata.get("graph", "trace")
+    from ..executors.registry import find_executor
+
+    config = trace.info.settings
+    name = trace.info.graph if trace.info.graph is not None else "trace"
     parts = [str(name)]
-    if config.get("executor") == "dask":
+    inter, intra = config.inter_op_threads, config.intra_op_threads
+    spec = find_executor(config.executor)
+    if spec is not None and spec.distributed:
         pools = {trace.lane(lane).pool for lane in trace.lanes}
         workers = len({pool for pool in pools if pool.startswith("worker-")})
-        parts[0] += f": dask, {workers} worker(s), intra-op {config.get('intra_op_threads', '?')}"
-    elif "inter_op_threads" in config or "intra_op_threads" in config:
-        inter, intra = config.get("inter_op_threads", "?"), config.get("intra_op_threads", "?")
-        parts[0] += f": inter-op {inter}, intra-op {intra}"
+        shown = "?" if intra is None else intra
+        parts[0] += f": {spec.name}, {workers} worker(s), intra-op {shown}"
+    elif inter is not None or intra is not None:
+        parts[0] += f": inter-op {'?' if inter is None else inter}, "
+        parts[0] += f"intra-op {'?' if intra is None else intra}"
     parts.append(f"makespan {trace.makespan_ms:.2f} ms")
     if zoomed:
         parts.append(f"window {window.lo:.4g}–{window.hi:.4g} ms")

@@ -209,10 +209,21 @@ def concurrency(trace: Trace, ops_only: bool = False) -> float:
     return busy_many / busy_any if busy_any else 0.0
 
 
+def bound_ns(work_ns: int, workers: int, path_ns: int) -> int:
+    """The one lower bound, max(work / P, critical path), in ns: no schedule of `work_ns` on
+    `workers` lanes along a chain of `path_ns` finishes sooner (pure: explain() asks it for
+    other worker counts).
+
+    >>> bound_ns(10_000, 4, 3_000), bound_ns(10_000, 2, 3_000)
+    (3000, 5000)
+    """
+    return max(work_ns // max(1, workers), path_ns)
+
+
 def lower_bound_ns(trace: Trace, workers: int | None = None) -> int:
     """max(work / P, critical path) in ns; P defaults to the number of lanes that computed."""
     workers = workers or max(1, len(compute_lanes(trace)))
-    return max(total_work_ns(trace) // workers, critical_path(trace).length_ns)
+    return bound_ns(total_work_ns(trace), workers, critical_path(trace).length_ns)
 
 
 def input_wait(trace: Trace, events: Iterable[TraceEvent]) -> list[int]:

@@ -27,6 +27,7 @@ import fnmatch
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..devices import split_device
 from .intervals import Intervals, intersect, length
 
 if TYPE_CHECKING:
@@ -130,6 +131,7 @@ def _devices(trace: Trace) -> list[str]:
     seen: dict[str, None] = {}
     for event in trace.ops():
         seen.setdefault(event.device, None)
-    kinds = {device.partition(":")[0] for device in seen}
-    numbered = all(device.partition(":")[2].isdigit() for device in seen)
+    parts = [split_device(device) for device in seen]  # foreign kinds too ("tpu:0")
+    kinds = {kind for kind, _ in parts}
+    numbered = all(index is not None for _, index in parts)
     return list(seen) if len(kinds) == 1 and numbered and len(seen) >= 2 else []

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import enum
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -91,7 +92,7 @@ def parse_lane(name: str) -> Lane:
     return Lane(name, pool, _kind_of(pool, worker), _number(worker))
 
 
-def lane_of(name: str, kinds: dict[str, str] | None = None) -> Lane:
+def lane_of(name: str, kinds: Mapping[str, str] | None = None) -> Lane:
     """The lane `name`, with its kind taken from `kinds` (a reader's record) when listed."""
     lane = parse_lane(name)
     recorded = (kinds or {}).get(name)

@@ -13,7 +13,7 @@ that the run's values (op outputs) took, computed from what the trace holds:
   after it (a copy moves that op's value). A *fetched* output (the session returns it) stays
   live until the run ends (`trace.end`, the last work's end) and after it: the caller holds
   it, so the live bytes at the run's end are the bytes the run returns. Fetches are the names in
-  `trace.metadata["fetches"]` (what `Trace.from_records` writes for a run), and any output no
+  `trace.info.fetches` (what `Trace.from_records` writes for a run), and any output no
   traced op consumes (in a pruned plan an op nobody consumes runs only because it is fetched).
 - **Live bytes** at time t: the sum of the buffers with start <= t < end (a fetched buffer:
   start <= t), as a step function that changes only at buffer starts and ends
@@ -205,11 +205,8 @@ def format_bytes(count: float) -> str:
 
 
 def fetched_names(trace: Trace) -> set[str]:
-    """The names `trace.metadata["fetches"]` lists (ignored unless a list of strings)."""
-    fetches = trace.metadata.get("fetches")
-    if isinstance(fetches, list) and all(isinstance(name, str) for name in fetches):
-        return set(fetches)
-    return set()
+    """The names `trace.info.fetches` lists (an ill-typed list in a file is not read)."""
+    return set(trace.info.fetches or ())
 
 
 def memory_profile(trace: Trace) -> MemoryProfile:

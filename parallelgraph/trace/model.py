@@ -48,7 +48,8 @@ follow it; it is never reported as a data dependency between branches.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,6 +78,7 @@ from .nesting import (
     with_idle,
     work_layout,
 )
+from .run_info import Metadata, RunInfo
 
 if TYPE_CHECKING:
     from ..plan import Plan
@@ -107,7 +109,7 @@ __all__ = [
 
 
 class Trace:
-    """The events of one run, and what the run was (config, graph, notes) in `metadata`.
+    """The events of one run, and what the run was (config, graph, notes) in `info`.
 
     A trace made by a run keeps the executor's raw records and turns them into `TraceEvent`s
     the first time `events` is read, so tracing a run the user never looks at costs only the
@@ -117,11 +119,12 @@ class Trace:
     def __init__(
         self,
         events: Iterable[TraceEvent] = (),
-        metadata: dict[str, Any] | None = None,
+        metadata: Mapping[str, Any] | RunInfo | None = None,
         *,
         nested: bool = False,
     ):
-        """`nested=True` promises that the events' `depth` and `parent` are already what
+        """`metadata`: what the run was, a `RunInfo` or its JSON object (a dict, checked as a
+        file's is). `nested=True` promises that the events' `depth` and `parent` are already what
         `nest` would make them (a trace reader that nested them itself); else they are set the
         first time `events` is read."""
         self._given: tuple[TraceEvent, ...] = tuple(events)
@@ -130,20 +133,38 @@ class Trace:
         self._work: dict[str, Intervals] | None = None
         self._bounds: tuple[int, int] | None = None  # (start, end), once: O(lanes) each
         self._records: tuple[Plan, list[tuple[Any, ...]]] | None = None
-        self.metadata: dict[str, Any] = dict(metadata or {})
+        self.metadata = metadata  # type: ignore[assignment]  # the setter makes the info
+
+    @property
+    def info(self) -> RunInfo:
+        """What the run was (config, graph, cores, notes, source...), typed: `RunInfo`."""
+        return self._metadata.info
+
+    @property
+    def metadata(self) -> Metadata:
+        """`info` as its JSON object (what `otherData.metadata` holds in a saved file): a dict
+        kept in sync with `info`, so a top-level key set here is checked and changes `info`
+        (see `trace.run_info.Metadata`)."""
+        return self._metadata
+
+    @metadata.setter
+    def metadata(self, value: Mapping[str, Any] | RunInfo | None) -> None:
+        self._metadata = Metadata.of(value, "Trace(metadata=...)")
 
     @classmethod
     def from_records(
-        cls, plan: Plan, records: list[tuple[Any, ...]], metadata: dict[str, Any]
+        cls, plan: Plan, records: list[tuple[Any, ...]], info: RunInfo | Mapping[str, Any]
     ) -> Trace:
-        """A trace over an executor's (kind, step, lane, start, end, shard) records; its
-        metadata gains "fetches", the names of the ops whose values the run returns (what
+        """A trace over an executor's (kind, step, lane, start, end, shard) records; its info
+        gains `fetches`, the names of the ops whose values the run returns (what
         `parallelgraph.trace.memory` keeps live until the run ends)."""
-        trace = cls((), metadata)
-        if "fetches" not in trace.metadata:
+        if not isinstance(info, RunInfo):
+            info = RunInfo.from_json(dict(info), "Trace.from_records", file=False)
+        if info.fetches is None:
             from .records import fetched_ops
 
-            trace.metadata["fetches"] = fetched_ops(plan)
+            info = replace(info, fetches=tuple(fetched_ops(plan)))
+        trace = cls((), info)
         trace._records = (plan, records)
         return trace
 
@@ -201,11 +222,12 @@ class Trace:
     def source(self) -> str:
         """The tool that wrote the events: "parallelgraph", or the producer of an imported file
         ("tensorflow", "pytorch", "onnxruntime", "trace-event"...: see the module docstring)."""
-        return str(self.metadata.get("source", "parallelgraph"))
+        source = self.info.source
+        return "parallelgraph" if source is None else source
 
     def lane(self, name: str) -> Lane:
         """What the lane `name` is (kind, pool, index): parsed once, see `trace.lanes`."""
-        return lane_of(name, self.metadata.get("lane_kinds"))
+        return lane_of(name, self.info.lane_kinds)
 
     # -- shape of the run -------------------------------------------------------------------
     @property

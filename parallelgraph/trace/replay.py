@@ -19,7 +19,7 @@ The replay is a small discrete-event simulation of work amounts: durations are c
 "single-core work" using the contention under which they were measured (so a trace measured at
 inter 1 / intra 1 gives clean numbers; one measured with oversubscription is corrected by the
 average load its events saw). The result is a Trace (lanes, op and shard events) that plots,
-overlaps and explains like a measured one, with `metadata["simulated"] = True`.
+overlaps and explains like a measured one, with `info.simulated` True.
 
 Imported traces replay the same way: a TensorFlow timeline measured with one inter-op thread,
 replayed with two, predicts what TensorFlow's two threads do (benchmarks/RESULTS.md; the test
@@ -54,6 +54,7 @@ from .analysis import computing_pieces, outermost_inputs
 from .cycles import require_acyclic
 from .lanes import LaneKind, parse_lane
 from .model import EventKind, Trace, TraceEvent
+from .run_info import RunConfig, RunInfo
 
 #: Time for a sleeping thread to wake up and start (measured on the 2-core VM: ~100 us for a
 #: second inter-op worker, ~100-190 us for an intra-op helper's first shard).
@@ -141,7 +142,7 @@ def model_ops(trace: Trace, cores: int) -> list[OpModel]:
 
     def work(event: TraceEvent) -> float:
         slowdown = max(1.0, profile.mean(event.start, event.end) / cores)
-        return event.work / slowdown
+        return event.work_ns / slowdown
 
     shards: dict[str, list[TraceEvent]] = {}
     for event in trace.events:
@@ -151,7 +152,7 @@ def model_ops(trace: Trace, cores: int) -> list[OpModel]:
     for order, event in enumerate(sorted(trace.ops(), key=lambda e: e.start)):
         own = sorted(shards.get(event.name, []), key=lambda e: e.shard or 0)
         shard_work = [work(s) for s in own]
-        on_own_lane = sum(s.work for s in own if s.lane == event.lane)
+        on_own_lane = sum(s.work_ns for s in own if s.lane == event.lane)
         serial = work(event) - on_own_lane / max(1.0, profile.mean(event.start, event.end) / cores)
         models.append(
             OpModel(
@@ -332,7 +333,7 @@ def carried_along(trace: Trace, replayed: list[TraceEvent]) -> list[TraceEvent]:
         if top is None:
             continue
         old, new = measured[top], moved[top]
-        scale = new.duration / old.duration if old.duration else 1.0
+        scale = new.duration_ns / old.duration_ns if old.duration_ns else 1.0
         start = new.start + (event.start - old.start) * scale
         end = new.start + (event.end - old.start) * scale
         nested = dataclasses.replace(event, inputs=(), idle_ns=0, after=None)
@@ -430,7 +431,7 @@ def replay_streams(
             [(position + 1) * interval, stream_free.get(stream, 0.0)]
             + [ends[p] for p in producers[i]]
         )
-        ends[i] = stream_free[stream] = start + event.duration
+        ends[i] = stream_free[stream] = start + event.duration_ns
         events.append(_moved(event, f"stream/{stream}", start, ends[i]))
     origin = ordered[0].start - interval if ordered else 0
     lane_free: dict[str, float] = {}
@@ -440,7 +441,7 @@ def replay_streams(
             start = max(ends[producer], lane_free.get(copy.lane, 0.0))
         else:
             start = copy.start - origin
-        lane_free[copy.lane] = start + copy.duration
+        lane_free[copy.lane] = start + copy.duration_ns
         events.append(_moved(copy, copy.lane, start, lane_free[copy.lane]))
     return events
 
@@ -467,7 +468,7 @@ def simulate(trace: Trace, config: Config | None = None, cores: int | None = Non
     if not trace.ops():
         raise ValueError("simulate() needs a trace with op events; this one has none")
     config = (config or Config()).resolved()
-    cores = cores or trace.metadata.get("cores") or cpu_count()
+    cores = cores or trace.info.cores or cpu_count()
     gpu = [e for e in trace.ops() if trace.lane(e.lane).kind is LaneKind.STREAM]
     if gpu:
         if len(gpu) != len(trace.ops()):
@@ -476,7 +477,7 @@ def simulate(trace: Trace, config: Config | None = None, cores: int | None = Non
         copies = [e for e in trace.events if e.kind == EventKind.COPY]
         events = replay_streams(gpu, copies, config)
     else:
-        measured_cores = trace.metadata.get("cores") or cores
+        measured_cores = trace.info.cores or cores
         ops = model_ops(trace, measured_cores)
         require_acyclic(ops)  # an op that waits for itself has no place in any schedule
         replay = Replay(
@@ -485,12 +486,12 @@ def simulate(trace: Trace, config: Config | None = None, cores: int | None = Non
         events = replay.run()
         events.extend(carried_along(trace, events))
     events.sort(key=lambda e: (e.start, e.kind != EventKind.OP))
-    metadata = {
-        "config": config.as_dict(),
-        "graph": trace.metadata.get("graph", "trace"),
-        "cores": cores,
-        "simulated": True,
-        "simulated_from": trace.metadata.get("config", {}),
-        "source": trace.source,
-    }
-    return Trace(tuple(events), metadata)
+    info = RunInfo(
+        config=RunConfig(config.as_dict()),
+        graph=trace.info.graph if trace.info.graph is not None else "trace",
+        cores=cores,
+        simulated=True,
+        simulated_from=trace.info.settings,
+        source=trace.source,
+    )
+    return Trace(tuple(events), info)
