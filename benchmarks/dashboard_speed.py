@@ -35,7 +35,7 @@
    off, interleaved: what the user waits (the change to the end of `wait()`, the final drawing
    included), the run's own wall time (`Result.seconds`), its median makespan (what the run
    reports), how many live drawings it made and the share of the run's wall time they took.
-   `--live-share` sets `dashboard_viewer.LIVE_SHARE` (the most of a run's wall time live
+   `--live-share` sets `widgets.viewer.LIVE_SHARE` (the most of a run's wall time live
    drawings may take).
 
 Medians, with the 90th percentile and maximum, since what a user feels is the slow tail.
@@ -322,12 +322,12 @@ def main() -> None:
     parser.add_argument("--kernels", type=int, default=3, help="fresh kernels to time")
     parser.add_argument("--cold", action="store_true", help="also time an empty Numba cache")
     parser.add_argument("--long-runs", type=int, default=5, help="long runs, live on and off")
-    parser.add_argument("--live-share", type=float, help="dashboard_viewer.LIVE_SHARE to use")
+    parser.add_argument("--live-share", type=float, help="widgets.viewer.LIVE_SHARE to use")
     args = parser.parse_args()
     if args.live_share is not None:
-        from parallelgraph.widgets import viewer as dashboard_viewer
+        from parallelgraph.widgets import viewer
 
-        dashboard_viewer.LIVE_SHARE = args.live_share
+        viewer.LIVE_SHARE = args.live_share
 
     print("## Redraw after a change (seed graph 64x256, 5 repeats); seconds\n")
     header = ["change, timeline", "n", "median", "p90", "max", "of which run (median)"]

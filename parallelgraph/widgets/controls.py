@@ -142,16 +142,10 @@ def knob_rows(specs: Sequence[RunKnob], controls: dict[str, Any]) -> list[Any]:
     return [w.HBox([controls[s.name] for s in specs if s.row == row]) for row in rows]
 
 
-def gpu_only_knobs(specs: Sequence[RunKnob]) -> tuple[str, ...]:
-    """The knobs that matter only where ops run on a GPU (greyed elsewhere)."""
-    return tuple(spec.name for spec in specs if spec.gpu_only)
-
-
 __all__ = [
     "BATCHES",
     "HIDDENS",
     "Controls",
-    "gpu_only_knobs",
     "knob_control",
     "knob_controls",
     "knob_rows",
