@@ -116,7 +116,7 @@ class Result:
         `plan_notes.soft_placement_warning`, the one warning for moved ops."""
         if not self.runs:
             return ()
-        warning = soft_placement_warning(self.trace.metadata.get("notes", []))
+        warning = soft_placement_warning(self.trace.info.notes or ())
         return () if warning is None else (warning,)
 
 

@@ -439,7 +439,7 @@ class ViewerControls:
 
     def save_trace(self, folder: str | Path = ".") -> Path | None:
         """Write the run drawn (`result.trace`) with its memory track to a new file in `folder`
-        (the current directory), named after its settings and the time (`dashboard_viewer`),
+        (the current directory), named after its settings and the time (`trace_file_name`),
         for ui.perfetto.dev or chrome://tracing; the message line says where. Returns the path
         (None when there is nothing to save, a run is going, or the write failed: said too)."""
         if self._busy:
