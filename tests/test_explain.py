@@ -269,7 +269,7 @@ def test_numbas_compiler_in_a_run_is_said_from_the_sessions_record():
     assert trace.metadata["jit"]["busy_s"] == 0.0  # kernels loaded by the first run
     assert "Numba" not in str(trace.explain()) and "first run" not in str(trace.explain())
 
-    makespan = trace.makespan
+    makespan = trace.makespan_s
     trace.metadata["jit"] = {"busy_s": makespan / 2, "compiled": 3, "compile_s": makespan / 3}
     text = str(trace.explain())
     assert "Numba's compiler held this run up" in text and "3 kernel(s) compiled" in text

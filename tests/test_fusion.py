@@ -67,7 +67,7 @@ def test_the_trace_shows_one_bar_per_fused_chain_naming_its_ops():
     assert fused.op_type == "matmul+add+relu" and fused.flops > 0
     second = next(e for e in trace.ops() if e.name == "net1/MatMul_1+Add_1+Relu_1")
     assert "net1/MatMul+Add+Relu" in second.inputs  # dependencies follow the fused names
-    assert trace.critical_path().length > 0 and trace.lower_bound() <= trace.makespan
+    assert trace.critical_path().length_ns > 0 and trace.lower_bound_s() <= trace.makespan_s
     with pg.Session(graph, pg.Config(inter_op_threads=2)) as session:  # the default: unfused
         _, plain = session.run(out, trace=True)
     assert {"net1/MatMul", "net1/Add", "net1/Relu"} <= {e.name for e in plain.ops()}

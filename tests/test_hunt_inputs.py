@@ -621,7 +621,7 @@ CALLS = [
     ),
     ("explain-unknown", lambda t: t.explain("net1", "zzz"), ValueError, r"no op events for scope"),
     # failed before: the whole run as one idle gap of a lane that is not there
-    ("idle-gaps-no-lane", lambda t: t.idle_gaps("nolane"), ValueError, r"no lane 'nolane' in this"),
+    ("idle-gaps-no-lane", lambda t: t.idle_gaps_ms("nolane"), ValueError, r"no lane 'nolane'"),
     (
         "plot-t0-nan",
         lambda t: t.plot(t0=float("nan")),
@@ -668,7 +668,7 @@ def test_odd_but_valid_calls_on_a_trace(real_trace):
     import matplotlib.pyplot as plt
 
     assert real_trace.overlap("net1", "net1") == 1.0
-    assert real_trace.idle_gaps(real_trace.lanes[0]) is not None
+    assert real_trace.idle_gaps_ms(real_trace.lanes[0]) is not None
     assert pg.plot.compare([real_trace]) is not None
     assert pg.plot.compare([real_trace, real_trace], labels=[1, 2]) is not None
     assert real_trace.plot(t0=1e6, t1=1e6 + 1) is not None  # a window after the run: empty

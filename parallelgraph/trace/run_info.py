@@ -351,8 +351,8 @@ class Metadata(dict):  # type: ignore[type-arg]
             return cls(value, value.info)
         if isinstance(value, RunInfo):
             return cls(value.to_json(), value)
-        data = dict(value or {})
-        return cls(data, RunInfo.from_json(data, source, file=file))
+        data = {} if value is None else dict(value) if isinstance(value, Mapping) else value
+        return cls(data, RunInfo.from_json(data, source, file=file))  # raises for a non-object
 
     def _replace(self, data: dict[str, Any]) -> None:
         info = RunInfo.from_json(data, "trace.metadata", file=False)  # raises before changing
