@@ -80,8 +80,11 @@ class Where:
         )
 
 
-def _section(data: Any, checks: dict[str, _Check], where: Where, path: str) -> Mapping[str, Any]:
+def _section(
+    data: Any, checks: dict[str, _Check], where: Where | None, path: str
+) -> Mapping[str, Any]:
     """`data` (an object) checked against `checks`, as a read-only mapping."""
+    where = where or Where("metadata", file=False)
     where.check(isinstance(data, dict), path, "an object", data)
     for key, (ok, wanted) in checks.items():
         if data.get(key) is not None:
@@ -111,7 +114,8 @@ class RunConfig:
     values: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     @classmethod
-    def from_json(cls, data: Any, where: Where, path: str = "config") -> RunConfig:
+    def from_json(cls, data: Any, where: Where | None = None, path: str = "config") -> RunConfig:
+        """The record of a JSON object; a ValueError naming `where` and the field if ill-typed."""
         return cls(_section(data, _CONFIG, where, path))
 
     def __reduce__(self) -> tuple[Any, ...]:  # a mappingproxy does not pickle
@@ -163,7 +167,8 @@ class JitInfo:
     values: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     @classmethod
-    def from_json(cls, data: Any, where: Where, path: str = "jit") -> JitInfo:
+    def from_json(cls, data: Any, where: Where | None = None, path: str = "jit") -> JitInfo:
+        """The record of a JSON object; a ValueError naming `where` and the field if ill-typed."""
         return cls(_section(data, _JIT, where, path))
 
     def __reduce__(self) -> tuple[Any, ...]:
