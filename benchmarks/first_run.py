@@ -45,7 +45,7 @@ print(json.dumps({
     "numba_start_s": session.numba_start_s,
     "first_s": first_s,
     "steady_s": statistics.median(steady),
-    "jit": first.metadata["jit"],
+    "jit": first.info.jit.to_json(),
 }))
 """
 
