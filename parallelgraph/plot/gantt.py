@@ -66,7 +66,7 @@ def lane_group(lane: str) -> str:
     """The group a lane is drawn in: "inter-op", "intra-op", "stream", "copy", "worker" (a
     Dask worker's lanes), or the pool of another thread ("cpu" for "cpu/python")."""
     parsed = parse_lane(lane)
-    if parsed.pool.startswith("worker-"):
+    if parsed.cluster_worker is not None:
         return "worker"
     return {
         LaneKind.HELPER: "intra-op",
@@ -471,8 +471,7 @@ def _default_title(trace: Trace, window: Window, zoomed: bool) -> str:
     inter, intra = config.inter_op_threads, config.intra_op_threads
     spec = find_executor(config.executor)
     if spec is not None and spec.distributed:
-        pools = {trace.lane(lane).pool for lane in trace.lanes}
-        workers = len({pool for pool in pools if pool.startswith("worker-")})
+        workers = len({trace.lane(lane).cluster_worker for lane in trace.lanes} - {None})
         shown = "?" if intra is None else intra
         parts[0] += f": {spec.name}, {workers} worker(s), intra-op {shown}"
     elif inter is not None or intra is not None:

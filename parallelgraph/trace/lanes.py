@@ -55,11 +55,17 @@ class Lane:
     index: int | None = None
 
     @property
+    def cluster_worker(self) -> str | None:
+        """The Dask worker whose lane this is ("worker-1": its threads, helpers and transfers),
+        or None for a lane of the process that ran the session."""
+        return self.pool if self.pool.startswith("worker-") else None
+
+    @property
     def sort_key(self) -> tuple[int, str, int, str]:
         """Display order: worker threads, helpers, GPU streams, copies, then the lanes of Dask
         workers (each worker's threads, helpers and transfers together); by pool, then by
         number."""
-        rank = len(KIND_ORDER) if self.pool.startswith("worker-") else KIND_ORDER[self.kind]
+        rank = len(KIND_ORDER) if self.cluster_worker is not None else KIND_ORDER[self.kind]
         return (rank, self.pool, self.index if self.index is not None else -1, self.name)
 
 
