@@ -28,6 +28,7 @@ demo: $(VENV)/.installed-core
 lint: $(VENV)/.installed-all
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python tools/size_gate.py
 
 # The browser test drives Debian's Chromium; install it when we can (root + apt), else the test
 # is skipped with its reason.

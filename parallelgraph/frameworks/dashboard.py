@@ -377,7 +377,7 @@ class FrameworkDashboard:
         if measured.trace is not None:
             import matplotlib.pyplot as plt
 
-            from ..widgets.dashboard import figure_png
+            from ..widgets.canvas import figure_png
 
             figure = measured.trace.plot(
                 title=f"{self.framework.title} {measured.label}: traced step"
