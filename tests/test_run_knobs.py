@@ -46,6 +46,15 @@ def test_a_new_config_field_with_knob_metadata_becomes_a_control_a_knob_and_a_se
     assert isinstance(config, ConfigWithAKnob)
     assert (config.replay, config.chunks, config.inter_op_threads) == (True, 5, 1)
     assert knobs_type().chunks == 2 and knobs_type().replay is False  # the field's defaults
+    # ... and it is named where a run is named: its label and its trace's file name
+    assert knobs.label() == "inter 1, intra 1, replay on, chunks 5"
+    assert knobs_type().label() == "inter 2, intra 1"  # at their defaults, nothing is added
+    from datetime import datetime
+
+    from parallelgraph.widgets.viewer import trace_file_name
+
+    settings = Settings(GraphSource(preset_graph), (("batch", 8),), knobs)
+    assert "replayTrue-chunks5" in trace_file_name(settings, datetime(2026, 12, 2))
 
     controls = knob_controls(knobs)
     assert isinstance(controls["replay"], ipywidgets.Checkbox) and controls["replay"].value

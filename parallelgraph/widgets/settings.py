@@ -95,6 +95,24 @@ REPEATS = RunKnob(
 )  # fmt: skip
 
 
+#: The knobs `KnobsBase.label` and the trace file names word themselves.
+WORDED = frozenset(
+    (
+        "device",
+        "repeats",
+        "executor",
+        "inter_op_threads",
+        "intra_op_threads",
+        "streams",
+        "stream_policy",
+    )
+)
+
+
+def _worded(value: Any) -> str:
+    return ("on" if value else "off") if isinstance(value, bool) else str(value)
+
+
 class KnobsBase:
     """What every `Knobs` class does; its fields are made by `knobs_class`."""
 
@@ -121,13 +139,29 @@ class KnobsBase:
         return Device(self.device).is_gpu
 
     def label(self) -> str:
-        """The thread (and stream) settings in a few words."""
+        """The thread (and stream) settings in a few words, then every other knob that is
+        not at its default (`changed`), as "label value"."""
         if not executor_spec(self.executor).has_thread_pools:
-            return "one thread (reference)"
-        text = f"inter {self.inter_op_threads}, intra {self.intra_op_threads}"
-        if self.on_gpu:
-            text += f", {self.streams} stream(s) {self.stream_policy}"
-        return text
+            text = "one thread (reference)"
+        else:
+            text = f"inter {self.inter_op_threads}, intra {self.intra_op_threads}"
+            if self.on_gpu:
+                text += f", {self.streams} stream(s) {self.stream_policy}"
+        return ", ".join([text, *(f"{k.label} {_worded(value)}" for k, value in self.changed())])
+
+    def changed(self) -> list[tuple[RunKnob, Any]]:
+        """The knobs `label` does not word itself that apply to this run (a `gpu_only` one on a
+        GPU) and differ from their Config default, with their values: how a new knob shows in
+        the run's label and its trace's file name with no code of its own."""
+        defaults = self.config_type()
+        return [
+            (k, getattr(self, k.name))
+            for k in self.specs
+            if k.in_config
+            and k.name not in WORDED
+            and (self.on_gpu or not k.gpu_only)
+            and getattr(self, k.name) != getattr(defaults, k.name)
+        ]
 
     if TYPE_CHECKING:  # the fields every Knobs class has (derived from Config's metadata)
         device: str

@@ -158,6 +158,7 @@ def trace_file_name(settings: Settings, when: datetime) -> str:
         knobs += [f"inter{k.inter_op_threads}", f"intra{k.intra_op_threads}"]
     if k.on_gpu:
         knobs += [f"streams{k.streams}", k.stream_policy]
+    knobs += [f"{knob.name}{value}" for knob, value in k.changed()]
     named = f"{_slug(graph)}_{_slug('-'.join(knobs))}"[:MAX_NAME_CHARS].rstrip("-._")
     return f"pg-trace_{named}_{when:%Y%m%d-%H%M%S}.json"
 
