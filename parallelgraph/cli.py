@@ -25,7 +25,7 @@ from .executors.registry import EXECUTOR_NAMES, REGISTRY, executor_spec
 from .experiments.machine_load import LoadMonitor, MachineLoad, busy_note
 from .experiments.measure import Measurement, measure, measure_interleaved
 from .experiments.presets import PRESETS, TWO_NETWORK_SIZES, Preset, build_preset
-from .experiments.stats import speedup, speedup_text
+from .experiments.stats import runs_text, speedup, speedup_text
 from .saving import write_file
 from .session import Session
 
@@ -299,11 +299,6 @@ def demo_conclusion(
         f"they cannot overlap (overlap {alone:.2f} in the drawn run).\n"
         f"Speed-up of 2 against 1 over {runs_text(len(two.traces))}: {gain.text()}: {meaning}."
     )
-
-
-def runs_text(count: int) -> str:
-    """ "1 run", "15 runs"."""
-    return f"{count} run{'' if count == 1 else 's'}"
 
 
 def command_demo(args: argparse.Namespace) -> int:

@@ -61,7 +61,7 @@ def test_run_other_presets_in_text_mode(capsys, preset):
 
 
 def test_demo_writes_trace_and_timeline(tmp_path, capsys):
-    assert main(["demo", "--size", "small", "--repeats", "2", "--out", str(tmp_path)]) == 0
+    assert main(["demo", "--size", "small", "--repeats", "6", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "inter-op" in out and "overlap" in out
     # issue 23: every speed-up with its CI and verdict, and words the numbers do not contradict
@@ -75,7 +75,7 @@ def test_demo_writes_trace_and_timeline(tmp_path, capsys):
         )
     assert "ran in parallel" not in out
     assert re.search(r"net1 and net2 (ran|mostly did NOT run) side by side in the drawn run", out)
-    assert re.search(r"Speed-up of 2 against 1 over 2 runs: ×\d+\.\d\d \(95% CI ", out)
+    assert re.search(r"Speed-up of 2 against 1 over 6 runs: ×\d+\.\d\d \(95% CI ", out)
     assert (tmp_path / "trace.ctf.json").stat().st_size > 100
     assert (tmp_path / "timeline.png").read_bytes()[:4] == b"\x89PNG"
 

@@ -557,18 +557,18 @@ def test_the_timeline_of_pins_gives_the_numbers_of_the_table():
     """With pins, each panel names its run and makespan (and median beside it for an even
     count), and the speed-up on top is the table's (a ratio of medians), not a ratio of the
     drawn runs' makespans, which would contradict the table's."""
-    dash = pg.dashboard(two_branches, repeats=4)
+    dash = pg.dashboard(two_branches, repeats=6)
     try:
         dash.run()
         dash.wait(timeout=60)
         dash.pin_button.click()
-        dash.controls["repeats"].value = 3  # the same graph: compared, drawn on one time axis
+        dash.controls["repeats"].value = 7  # the same graph: compared, drawn on one time axis
         dash.wait(timeout=60)
         pin, current = dash.pinned[0], dash.result
         panels = timeline_panels(dash._figure)
         assert len(panels) == 2
         for panel, run, words in zip(
-            panels, (pin, current), ("the lower middle of 4 runs", "the median of 3 runs")
+            panels, (pin, current), ("the lower middle of 6 runs", "the median of 7 runs")
         ):
             drawn = drawn_trace(panel, run.measurement.traces)
             assert drawn is run.trace

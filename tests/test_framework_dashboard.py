@@ -19,13 +19,13 @@ from test_frameworks import build_slow, children, no_worker_left
 
 def test_a_run_times_traces_draws_and_explains_the_setting_on_screen():
     before = children()
-    dash = pg.dashboard(build_onnxruntime, framework="onnxruntime", batch=(8, 64), repeats=3)
+    dash = pg.dashboard(build_onnxruntime, framework="onnxruntime", batch=(8, 64), repeats=6)
     try:
         dash.controls["intra"].value = 2
         dash.controls["batch"].value = 16
         dash.run()
         measured = dash.wait(120)
-        assert measured.ending == "done" and len(measured.times_ms) == 3
+        assert measured.ending == "done" and len(measured.times_ms) == 6
         assert measured.read_back["intra"] == 2  # the knob took effect in the worker
         assert "median" in dash.status.value and "95% CI" in dash.status.value
         assert "intra=2" in dash.status.value and "batch=16" in dash.status.value

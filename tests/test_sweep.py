@@ -14,17 +14,17 @@ GRID = {"size": ["tiny"], "inter": [1, 2], "intra": [1, 2]}
 
 @pytest.fixture(scope="module")
 def result():
-    return pg.sweep("two-networks", GRID, repeats=4, seed=7, progress=False, noise_check=False)
+    return pg.sweep("two-networks", GRID, repeats=6, seed=7, progress=False, noise_check=False)
 
 
 def test_every_cell_measured_in_shuffled_interleaved_rounds(result):
     assert len(result.cells) == 4 and result.complete
-    assert len(result.measurements) == 16
-    for round_index in range(4):
+    assert len(result.measurements) == 24
+    for round_index in range(6):
         in_round = [m for m in result.measurements if m.round == round_index]
         assert sorted(m.cell for m in in_round) == [0, 1, 2, 3]
         assert [m.position for m in in_round] == [0, 1, 2, 3]
-    orders = [tuple(m.cell for m in result.measurements if m.round == r) for r in range(4)]
+    orders = [tuple(m.cell for m in result.measurements if m.round == r) for r in range(6)]
     assert len(set(orders)) > 1  # shuffled, not the same order every round
     expected = [tuple(np.random.default_rng(7).permutation(4)) for _ in range(1)]
     assert orders[0] == expected[0]
@@ -42,7 +42,7 @@ def test_table_has_medians_cis_speedups_verdicts_and_predictions(result):
     assert rows[0].verdict == "baseline" and rows[0].speedup == 1.0
     for row in rows:
         low, high = row.ci_ms
-        assert low <= row.median_ms <= high and row.n == 4
+        assert low <= row.median_ms <= high and row.n == 6
         assert row.verdict in ("baseline", "faster", "slower", "within noise")
         s_low, s_high = row.speedup_ci
         assert s_low <= row.speedup <= s_high
@@ -60,7 +60,7 @@ def test_json_round_trip_and_csv(result, tmp_path):
     assert json.loads((tmp_path / "r.json").read_text())["format"] == "parallelgraph-sweep/1"
     with open(result.to_csv(tmp_path / "r.csv")) as handle:
         rows = list(csv.DictReader(handle))
-    assert len(rows) == 16 and set(rows[0]) >= {"inter", "intra", "size", "makespan_ms"}
+    assert len(rows) == 24 and set(rows[0]) >= {"inter", "intra", "size", "makespan_ms"}
     with pytest.raises(ValueError, match="not a parallelgraph sweep"):
         bad = tmp_path / "bad.json"
         bad.write_text("{}")

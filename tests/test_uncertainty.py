@@ -43,18 +43,25 @@ def test_one_run_on_either_side_is_not_a_conclusion():
     assert math.isnan(one.low) and one.verdict == stats.TOO_FEW and not one.conclusive
 
 
-def test_two_runs_a_side_give_an_interval_as_wide_as_the_runs_allow():
-    """Two runs a side is the least that has a CI; a percentile bootstrap of two values can only
-    give the extremes, so the interval is the ratio of the slowest baseline to the fastest other
-    run and back: min(base)/max(other) to max(base)/min(other)."""
+def test_fewer_than_six_runs_a_side_give_no_interval_and_no_verdict():
+    """A 95% interval of a median needs six values: the widest interval n values give (their
+    minimum to their maximum) holds the median with probability 1 - 2 * 0.5**n, 94% at five.
+    Below that the speed-up says how many runs it has and that they decide nothing."""
+    assert stats.MIN_RUNS == 6 and 1 - 2 * 0.5**5 < stats.LEVEL <= 1 - 2 * 0.5**6
     base, other = [10.4, 11.0], [19.7, 20.2]
     result = stats.speedup(base, other)
     assert result.ratio == pytest.approx(10.7 / 19.95)
-    assert result.low == pytest.approx(10.4 / 20.2) and result.high == pytest.approx(11.0 / 19.7)
-    text = result.text()
-    assert CI_TEXT.match(text) and text == "×0.54 (95% CI 0.51-0.56, slower)"
-    # overlapping pairs: the widest interval includes 1.0, so no verdict
-    assert stats.speedup_text([10.0, 12.0], [11.0, 11.5]).endswith(", within noise)")
+    assert math.isnan(result.low) and math.isnan(result.high) and result.verdict == stats.TOO_FEW
+    assert result.text() == "×0.54 (2 runs: too few for a 95% CI, not a conclusion)"
+    five, six = [10.0, 10.2, 10.4, 10.6, 10.8], [20.0, 20.2, 20.4, 20.6, 20.8, 21.0]
+    assert (
+        stats.speedup(five, six).text().endswith("(5 runs: too few for a 95% CI, not a conclusion)")
+    )
+    assert stats.speedup([10.0], six).text().endswith("(one run: not a conclusion)")
+    assert math.isnan(stats.bootstrap_median_ci(five, np.random.default_rng(0))[0])
+    # six a side: an interval, and a verdict where it excludes 1.0
+    assert CI_TEXT.match(stats.speedup_text([*five, 11.0], six)).group(4) == "slower"
+    assert stats.speedup_text([10.0, 12.0] * 3, [11.0, 11.5] * 3).endswith(", within noise)")
 
 
 def test_a_clear_difference_is_called_and_noise_is_not():

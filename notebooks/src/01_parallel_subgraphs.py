@@ -82,7 +82,7 @@ stream_sessions = {
     "1 stream (single)": pg.Session(g, pg.Config(streams=1, stream_policy="single")),
     "2 streams (branches)": pg.Session(g, pg.Config(streams=2, stream_policy="branches")),
 }
-stream_runs = measure_interleaved(stream_sessions, out, repeats=10 if HAVE_GPU else 5, warmup=2)
+stream_runs = measure_interleaved(stream_sessions, out, repeats=10 if HAVE_GPU else 6, warmup=2)
 for session in stream_sessions.values():
     session.close()
 one_stream = stream_runs["1 stream (single)"].makespans_ms

@@ -117,8 +117,9 @@ pinned_trace.plot()
 # On one small machine the cluster should be slower: every op is a Dask task (a round trip
 # through the scheduler, milliseconds each) and values travel between processes. Scaling out
 # pays when the ops are big, or the machines are many. One run of each would not show it, so
-# both run 5 times, interleaved (both graphs name their last op "out", which both sessions
-# fetch), and the speed-up comes with its 95% bootstrap interval.
+# both run 6 times, interleaved (both graphs name their last op "out", which both sessions
+# fetch), and the speed-up comes with its 95% bootstrap interval (six runs are the fewest one
+# is computed from).
 
 # %%
 with pg.Session(g, pg.Config(inter_op_threads=2, intra_op_threads=1)) as threads_session:
@@ -127,7 +128,7 @@ with pg.Session(g, pg.Config(inter_op_threads=2, intra_op_threads=1)) as threads
         both = measure_interleaved(
             {"threads, inter-op 2": threads_session, "dask, 2 pinned workers": dask_session},
             "out",
-            repeats=5,
+            repeats=6,
             warmup=1,
         )
 for label, run in both.items():

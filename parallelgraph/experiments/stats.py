@@ -7,8 +7,13 @@ a difference is called only when that interval excludes 1.0 — otherwise it is 
 For planning, the median's CI half-width is about 1.57 * IQR / sqrt(n) (the notch rule of box
 plots), which tells how many repeats a requested precision needs.
 
-One run says nothing about spread: with fewer than two values a CI is (NaN, NaN), never the
-value twice, and the verdict is "too few runs" — a single sample never calls a difference.
+Too few runs say nothing about spread. A 95% interval of a median needs at least `MIN_RUNS`
+(6) values: without assuming a distribution, the widest interval n values can give, their
+minimum to their maximum, holds the median with probability 1 - 2 * 0.5**n, which is 94% at 5
+values and 97% at 6; a percentile bootstrap of fewer values gives an interval inside that
+range, so it claims more than the runs hold. With fewer values (on either side of a ratio) a CI
+is (NaN, NaN), never a pretend interval, and the verdict is "too few runs": a handful of samples
+never calls a difference.
 
 One rule for every speed-up shown. `Speedup.of(baseline, other)` (or `speedup_text`) is the
 only way the package turns two sets of times into words, and every place that prints a
@@ -25,13 +30,15 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 LEVEL = 0.95
 RESAMPLES = 2000
-#: The verdict when a CI cannot be computed (fewer than two runs on a side).
+#: The fewest values a 95% interval of a median is computed from (see the module docstring).
+MIN_RUNS = 6
+#: The verdict when a CI cannot be computed (fewer than `MIN_RUNS` runs on a side).
 TOO_FEW = "too few runs"
 
 
@@ -56,9 +63,10 @@ def relative_iqr(values: Sequence[float]) -> float:
 def bootstrap_median_ci(
     values: Sequence[float], rng: np.random.Generator, level: float = LEVEL
 ) -> tuple[float, float]:
-    """Percentile-bootstrap confidence interval of the median."""
+    """Percentile-bootstrap confidence interval of the median; (NaN, NaN) from fewer than
+    `MIN_RUNS` values."""
     data = np.asarray(values, dtype=float)
-    if len(data) < 2:
+    if len(data) < MIN_RUNS:
         return math.nan, math.nan
     medians = np.median(rng.choice(data, size=(RESAMPLES, len(data))), axis=1)
     tail = (1 - level) / 2
@@ -72,10 +80,10 @@ def bootstrap_ratio_ci(
     level: float = LEVEL,
 ) -> tuple[float, float, float]:
     """Speed-up median(baseline) / median(other) and its bootstrap CI (both resampled); the CI
-    is (NaN, NaN) when either side has fewer than two values."""
+    is (NaN, NaN) when either side has fewer than `MIN_RUNS` values."""
     base, new = np.asarray(baseline, dtype=float), np.asarray(other, dtype=float)
     ratio = float(np.median(base) / np.median(new))
-    if len(base) < 2 or len(new) < 2:
+    if len(base) < MIN_RUNS or len(new) < MIN_RUNS:
         return ratio, math.nan, math.nan
     base_medians = np.median(rng.choice(base, size=(RESAMPLES, len(base))), axis=1)
     new_medians = np.median(rng.choice(new, size=(RESAMPLES, len(new))), axis=1)
@@ -108,6 +116,21 @@ def repeats_for_precision(values: Sequence[float], precision: float) -> int:
 # -- the one rule for a speed-up shown to a user --------------------------------------------
 #: What a speed-up says instead of a CI when a side has a single run.
 ONE_RUN = "one run: not a conclusion"
+
+
+def runs_text(count: int) -> str:
+    """ "1 run", "15 runs"."""
+    return f"{count} run{'' if count == 1 else 's'}"
+
+
+def too_few_text(runs: int) -> str:
+    """What a number says instead of a CI when `runs` (fewer than `MIN_RUNS`) are all it has:
+    `ONE_RUN`, or "3 runs: too few for a 95% CI, not a conclusion"."""
+    if runs <= 1:
+        return ONE_RUN
+    return f"{runs} runs: too few for a {LEVEL:.0%} CI, not a conclusion"
+
+
 #: Seed of the bootstrap when the caller gives no generator: the same runs always give the
 #: same text, so a speed-up shown in two places (a table and a figure title) reads the same.
 SEED = 0
@@ -116,7 +139,8 @@ SEED = 0
 @dataclass(frozen=True)
 class Speedup:
     """A speed-up median(baseline) / median(other) with its 95% bootstrap CI (NaN, NaN when a
-    side has one run: see the module docstring). Above 1.0 the other runs were faster.
+    side has fewer than `MIN_RUNS` runs: see the module docstring). Above 1.0 the other runs
+    were faster.
 
     `text()` is how every speed-up the package prints reads — the demo's table, the
     dashboard's status, table and timeline title, the notebooks — so that a number is never
@@ -124,7 +148,8 @@ class Speedup:
 
     - "×1.89 (95% CI 1.80-1.97, faster)" — the CI excludes 1.0;
     - "×0.97 (95% CI 0.81-1.12, within noise)" — it does not, whatever the ratio;
-    - "×0.53 (one run: not a conclusion)" — a side has a single run: no CI exists.
+    - "×0.53 (one run: not a conclusion)" — a side has a single run: no CI exists;
+    - "×0.91 (3 runs: too few for a 95% CI, not a conclusion)" — fewer than `MIN_RUNS`.
 
     A sweep's row holds the same three numbers: `Speedup(row.speedup, *row.speedup_ci)`.
     """
@@ -132,6 +157,9 @@ class Speedup:
     ratio: float
     low: float
     high: float
+    #: runs on the side with fewer (what the text gives when there are too few for a CI);
+    #: not compared: two speed-ups are equal when their numbers are
+    runs: int | None = field(default=None, compare=False)
 
     @classmethod
     def of(
@@ -152,7 +180,8 @@ class Speedup:
         if not median(baseline) > 0 or not median(other) > 0:
             return cls(math.nan, math.nan, math.nan)
         generator = np.random.default_rng(SEED) if rng is None else rng
-        return cls(*bootstrap_ratio_ci(baseline, other, generator))
+        runs = min(len(baseline), len(other))
+        return cls(*bootstrap_ratio_ci(baseline, other, generator), runs=runs)
 
     @property
     def verdict(self) -> str:
@@ -169,7 +198,7 @@ class Speedup:
         if math.isnan(self.ratio):
             return "no speed-up: a median of 0 ms"
         if math.isnan(self.low) or math.isnan(self.high):
-            return f"×{self.ratio:.2f} ({ONE_RUN})"
+            return f"×{self.ratio:.2f} ({too_few_text(self.runs or 1)})"
         return f"×{self.ratio:.2f} ({LEVEL:.0%} CI {self.low:.2f}-{self.high:.2f}, {self.verdict})"
 
     def __str__(self) -> str:

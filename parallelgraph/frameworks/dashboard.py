@@ -136,7 +136,11 @@ class Measured:
         if not self.times_ms:
             return "no step measured"
         low, high = stats.bootstrap_median_ci(self.times_ms, np.random.default_rng(0))
-        spread = stats.ONE_RUN if math.isnan(low) else f"95% CI {low:.3f}-{high:.3f} ms"
+        spread = (
+            stats.too_few_text(len(self.times_ms))
+            if math.isnan(low)
+            else f"95% CI {low:.3f}-{high:.3f} ms"
+        )
         return (
             f"median {stats.median(self.times_ms):.3f} ms of {len(self.times_ms)} steps ({spread})"
         )

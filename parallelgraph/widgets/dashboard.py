@@ -383,9 +383,10 @@ class Dashboard(RunThread, viewer.ViewerControls):
                 "timeline draws it above those of the same graph."
                 + (f" (The oldest pin was dropped: at most {MAX_PINNED}.)" if dropped else "")
                 + (
-                    f' It has one run: a speed-up against it will say "{stats.ONE_RUN}" '
-                    "(more repeats give it a confidence interval)."
-                    if result.runs == 1
+                    f" It has {stats.runs_text(result.runs)}: a speed-up against it will say "
+                    f'"{stats.too_few_text(result.runs)}" ({stats.MIN_RUNS} or more repeats '
+                    "give it a confidence interval)."
+                    if result.runs < stats.MIN_RUNS
                     else ""
                 )
             )

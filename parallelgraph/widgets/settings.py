@@ -90,7 +90,7 @@ DEVICE = RunKnob(
     in_config=False,
 )  # fmt: skip
 REPEATS = RunKnob(
-    "repeats", "slider", "repeats", "traced runs per Run", 5, "int", range=(1, MAX_REPEATS),
+    "repeats", "slider", "repeats", "traced runs per Run", 7, "int", range=(1, MAX_REPEATS),
     row=1, in_config=False,
 )  # fmt: skip
 
