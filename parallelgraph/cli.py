@@ -1,4 +1,11 @@
-"""The `parallelgraph` command line: `demo` (the main job) and `run`; `--version`.
+"""The `parallelgraph` command line, one function per command; `--version`.
+
+- `demo`: the main job, the seed experiment (two networks, inter-op 1 against 2, interleaved,
+  with the busy-machine note), writing a trace and a timeline picture;
+- `run`: a preset graph under one setting, its median timing (`--json` for scripts);
+- `sweep`: a grid of thread settings with honest statistics (`pg.sweep`);
+- `plot`, `compare`, `explain`: a trace file (ours or another tool's) as a timeline, two or
+  more on one time axis, and why its branches did or did not overlap.
 
 Every command exits non-zero with a one-line message (no traceback) on bad input: argparse's
 own errors (exit 2) included, which by default print the whole usage block first.
