@@ -75,7 +75,7 @@ from .evidence import Advice
 from .notes import gpu_notes, left_out, notes
 
 if TYPE_CHECKING:
-    from ..chrome.producers.base import Knobs
+    from ..chrome.producers.base import SettingWords
     from ..trace.model import Trace
 
 __all__ = [
@@ -209,7 +209,7 @@ def _pair_lines(pair: PairReport) -> list[str]:
     return lines
 
 
-def _knobs(trace: Trace) -> Knobs:
+def _knobs(trace: Trace) -> SettingWords:
     from ..chrome.producers import knobs_for
 
     return knobs_for(trace.source, trace.info.settings.executor)

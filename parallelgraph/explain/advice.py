@@ -1,5 +1,5 @@
 """The one change most likely to help, with the facts it rests on (`evidence.Advice`), in the
-words of the tool that wrote the trace (`Knobs`); and the workers the run could have had."""
+words of the tool that wrote the trace (`SettingWords`); and the workers the run could have had."""
 
 from __future__ import annotations
 

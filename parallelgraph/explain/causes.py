@@ -31,7 +31,7 @@ from .evidence import (
 )
 
 if TYPE_CHECKING:
-    from ..chrome.producers.base import Knobs
+    from ..chrome.producers.base import SettingWords
     from ..trace.model import Trace, TraceEvent
     from ..trace.run_info import RunConfig
 
@@ -102,7 +102,7 @@ class Context:
     trace: Trace
     config: RunConfig  # the run's settings (empty for a trace that records none)
     cores: int | None  # the run's machine's CPUs, when the trace records them
-    knobs: Knobs
+    knobs: SettingWords
     branches: dict[str, Branch]  # by label: the branches being compared
 
     @property

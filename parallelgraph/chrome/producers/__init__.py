@@ -19,7 +19,7 @@ Tried in this order; the first whose `detect` says yes converts the file:
 JSON): device processes, stream threads, hashed thread names. See `base` for what a module
 defines, and each module's docstring for its rules: which events
 are ops and which are the profiler's own, what a scope is, which lanes are threads or streams,
-and what its users call the settings `explain()` advises on (`Knobs`).
+and what its users call the settings `explain()` advises on (`SettingWords`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from . import (
     tensorflow,
     tf_profiler,
 )
-from .base import Knobs, Producer
+from .base import Producer, SettingWords
 
 PRODUCERS: tuple[Producer, ...] = (
     parallelgraph.PRODUCER,
@@ -58,7 +58,7 @@ def detect_producer(document: Document) -> Producer:
     return next(producer for producer in PRODUCERS if producer.detect(document))
 
 
-def knobs_for(source: str, executor: str | None = None) -> Knobs:
+def knobs_for(source: str, executor: str | None = None) -> SettingWords:
     """The words for `Trace.source`'s settings (the generic ones for an unknown source); for
     our own traces, those of the `executor` that ran them (Dask's workers)."""
     if source == "parallelgraph" and executor == "dask":

@@ -7,7 +7,7 @@ A producer module (one per tool that writes traces) defines `PRODUCER = Producer
   which are the profiler's own (left out, and said so in `notes`), what an op's scope is, which
   lane (thread or stream) it ran on and what kind of lane that is, and the dependencies the
   file records;
-- `knobs`: what the tool calls the settings `explain()` advises on (`Knobs`), so the advice
+- `knobs`: what the tool calls the settings `explain()` advises on (`SettingWords`), so the advice
   reads in the user's own terms.
 
 A producer also says what each event's time was (`Draft.role`: work, or a caller *waiting* for
@@ -150,7 +150,7 @@ class Converted:
 
 
 @dataclass(frozen=True)
-class Knobs:
+class SettingWords:
     """How a tool's users change what `explain()` advises on, in that tool's words.
 
     Each text completes "Most likely to help: ...".
@@ -178,7 +178,7 @@ class Producer:
     name: str  # Trace.source
     detect: Callable[[Document], bool]
     convert: Callable[[Document], Converted]
-    knobs: Knobs
+    knobs: SettingWords
 
 
 def integer(value: Any) -> int:

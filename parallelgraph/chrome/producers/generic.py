@@ -18,14 +18,14 @@ from collections import Counter
 from ...trace.lanes import LaneKind
 from ...trace.model import EventKind, EventRole
 from ..document import Document, Thread
-from .base import Converted, Draft, Knobs, Producer, integer, scope_of
+from .base import Converted, Draft, Producer, SettingWords, integer, scope_of
 
 ROLES = {role.value: role for role in EventRole}
 
 #: An event's kind by its category: our own files write it there.
 KINDS = {kind.value: kind for kind in EventKind}
 
-KNOBS = Knobs(
+KNOBS = SettingWords(
     tool="the traced program",
     inter_op=(
         "run the independent parts concurrently: a setting of the framework that lets "

@@ -30,10 +30,10 @@ from collections import defaultdict
 
 from ...trace.model import EventKind
 from ..document import Document, Slice
-from .base import Converted, Draft, Knobs, Producer, skipped_note, thread_labels
+from .base import Converted, Draft, Producer, SettingWords, skipped_note, thread_labels
 from .xla import HASHED, device_lane, device_processes
 
-KNOBS = Knobs(
+KNOBS = SettingWords(
     tool="JAX",
     inter_op=(
         "XLA schedules a jitted program's ops itself; to run two branches side by side on the "

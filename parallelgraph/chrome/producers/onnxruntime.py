@@ -36,7 +36,7 @@ from typing import Any
 from ...trace.lanes import LaneKind
 from ...trace.model import EventKind, EventRole
 from ..document import Document, Slice, Thread
-from .base import Converted, Draft, Knobs, Producer, scope_of, skipped_note
+from .base import Converted, Draft, Producer, SettingWords, scope_of, skipped_note
 
 KERNEL = "_kernel_time"
 FENCES = ("_fence_before", "_fence_after")
@@ -44,7 +44,7 @@ SETUP = frozenset({"model_loading_uri", "model_loading_array", "session_initiali
 WAITING = frozenset({"model_run", "SequentialExecutor::Execute", "ParallelExecutor::Execute"})
 FUSED = "fused "
 
-KNOBS = Knobs(
+KNOBS = SettingWords(
     tool="ONNX Runtime",
     inter_op=(
         "raise SessionOptions.intra_op_num_threads to the number of cores the run can have to "

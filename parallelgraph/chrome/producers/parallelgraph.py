@@ -10,9 +10,9 @@ from __future__ import annotations
 from ..document import Document
 from ..export import FORMAT
 from . import generic
-from .base import Converted, Knobs, Producer
+from .base import Converted, Producer, SettingWords
 
-KNOBS = Knobs(
+KNOBS = SettingWords(
     tool="parallelgraph",
     inter_op="raise inter_op_threads to 2 or more: independent scopes could then run side by side.",
     intra_op="raise intra_op_threads: one op's shards then run on several threads.",
@@ -33,7 +33,7 @@ KNOBS = Knobs(
 
 
 #: The same words for a run of the Dask executor: its "threads" are a cluster's workers.
-DASK_KNOBS = Knobs(
+DASK_KNOBS = SettingWords(
     tool="parallelgraph on Dask",
     inter_op=(
         "more Dask workers: Config(executor='dask', inter_op_threads=N) starts a LocalCluster "

@@ -28,9 +28,9 @@ from collections import defaultdict
 
 from ...trace.model import WORK, EventKind, EventRole
 from ..document import Document, Slice
-from .base import Converted, Draft, Knobs, Producer, enclosing_names, thread_labels
+from .base import Converted, Draft, Producer, SettingWords, enclosing_names, thread_labels
 
-KNOBS = Knobs(
+KNOBS = SettingWords(
     tool="Python",
     inter_op=(
         "run the branches in separate threads (threading, concurrent.futures."

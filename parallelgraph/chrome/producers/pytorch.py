@@ -47,8 +47,8 @@ from ..metadata import event_id
 from .base import (
     Converted,
     Draft,
-    Knobs,
     Producer,
+    SettingWords,
     enclosing_names,
     innermost_range,
     integer,
@@ -72,7 +72,7 @@ COMPILE_EVENTS = frozenset({"dynamo", "entire_frame_compile"})
 _GENERIC_THREAD = "python"
 _GENERATED_THREAD = re.compile(r"^thread (\d+) \((.+)\)$")  # Kineto: "thread 5141 (python)"
 
-KNOBS = Knobs(
+KNOBS = SettingWords(
     tool="PyTorch",
     inter_op=(
         "run the branches concurrently: torch.jit.fork each one (a TorchScript function) and "

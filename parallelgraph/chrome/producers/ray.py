@@ -50,7 +50,7 @@ from typing import Any
 from ...trace.lanes import LaneKind
 from ...trace.model import EventKind, EventRole
 from ..document import Document, Slice, Thread
-from .base import Converted, Draft, Knobs, Producer, skipped_note
+from .base import Converted, Draft, Producer, SettingWords, skipped_note
 
 #: "worker:<hex>" / "driver:<hex>" (Ray's component type and id)
 _COMPONENT = re.compile(r"^(worker|driver):([0-9a-f]{8,})$")
@@ -63,7 +63,7 @@ SETUP = frozenset(
 OWN = frozenset({"worker_idle"})
 KNOWN = PHASES | WAITING | SETUP | OWN | {"ray.put"}
 
-KNOBS = Knobs(
+KNOBS = SettingWords(
     tool="Ray",
     inter_op=(
         "give Ray a CPU for each task that should run at the same time: ray.init(num_cpus=N) "

@@ -32,9 +32,9 @@ from ...devices import DeviceKind, device_kind
 from ...trace.lanes import LaneKind
 from ...trace.model import EventKind
 from ..document import Document, Slice
-from .base import Converted, Draft, Knobs, Producer, scope_of, skipped_note
+from .base import Converted, Draft, Producer, SettingWords, scope_of, skipped_note
 
-KNOBS = Knobs(
+KNOBS = SettingWords(
     tool="TensorFlow",
     inter_op=(
         "inter_op_parallelism_threads=2 or more — tf.compat.v1.ConfigProto("

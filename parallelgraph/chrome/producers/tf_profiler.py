@@ -53,10 +53,10 @@ from typing import Any
 from ...trace.lanes import LaneKind
 from ...trace.model import EventKind, EventRole
 from ..document import Document, Slice, Thread
-from .base import Converted, Draft, Knobs, Producer, innermost_range, scope_of, skipped_note
+from .base import Converted, Draft, Producer, SettingWords, innermost_range, scope_of, skipped_note
 from .xla import HASHED, device_lane, device_processes
 
-KNOBS = Knobs(
+KNOBS = SettingWords(
     tool="TensorFlow",
     inter_op=(
         "tf.config.threading.set_inter_op_parallelism_threads(2) at the start of the program, "
