@@ -73,7 +73,7 @@ def three_branches(batch=512, width=256, layers=2):
 
 
 dash = pg.dashboard(
-    three_branches, width=[64, 128, 256], layers=(1, 400), inter_op_threads=1, repeats=3
+    three_branches, width=[64, 128, 256], layers=(1, 400), inter_op_threads=1, repeats=6
 )
 dash.run()
 dash
@@ -374,7 +374,7 @@ def test_own_graph_dashboard_in_jupyterlab(lab, tmp_path, record_property):
             page.keyboard.press("Control+Enter")
             dashboard = page.locator(".pg-dashboard")
             status = dashboard.locator(".pg-status")
-            expect(status).to_contain_text("done: 3 of 3 runs", timeout=FIRST_RUN_S * 1000)
+            expect(status).to_contain_text("done: 6 of 6 runs", timeout=FIRST_RUN_S * 1000)
             expect(status).to_contain_text("three_branches(batch=512, width=256, layers=2)")
             expect(status).to_contain_text("inter 1, intra 1")
             expect(status).to_contain_text("warm-up")
@@ -452,6 +452,34 @@ def test_own_graph_dashboard_in_jupyterlab(lab, tmp_path, record_property):
             shown = wait_for_new_timeline(page, shown)
             dashboard.screenshot(path=str(shots / "04_interrupted.png"))
             assert dashboard.locator(".pg-error").count() == 0
+
+            # The canvas and its toolbar fit inside the dashboard, and follow its cell when
+            # the page gets narrower (the plots' own fitting script).
+            def canvas_right_and_width() -> tuple[float, float, float]:
+                shown_canvas = dashboard.locator(".pg-timeline .jupyter-matplotlib").first
+                canvas_box = shown_canvas.bounding_box()
+                figure_box = dashboard.locator(
+                    ".pg-timeline .jupyter-matplotlib-canvas-div"
+                ).first.bounding_box()
+                panel = dashboard.bounding_box()
+                return (
+                    canvas_box["x"] + canvas_box["width"],
+                    panel["x"] + panel["width"],
+                    figure_box["width"],
+                )
+
+            right, edge, wide = canvas_right_and_width()
+            assert right <= edge + 2, f"the canvas ends at {right}, past the dashboard's {edge}"
+            page.set_viewport_size({"width": 1000, "height": 1600})
+            page.wait_for_function(
+                """was => { const d = document.querySelector(
+                    '.pg-dashboard .pg-timeline .jupyter-matplotlib-canvas-div');
+                    return d && d.getBoundingClientRect().width < was - 100; }""",
+                arg=wide,
+                timeout=30_000,
+            )
+            right, edge, _ = canvas_right_and_width()
+            assert right <= edge + 2, f"narrower: the canvas ends at {right}, past {edge}"
         except Exception:
             page.screenshot(path=str(shots / "failed.png"), full_page=True)
             raise

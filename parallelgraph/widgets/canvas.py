@@ -10,7 +10,8 @@ The plots' own backend glue (which figure pyplot owns, the canvas that fits its 
 display hook) is `parallelgraph.plot.figures`; this module reads what it can from there (the
 running shell, the room ipympl's toolbar needs) and adds only what a dashboard does that a plot
 does not: it makes the canvas itself (a figure drawn without pyplot), replaces it run after
-run in an `Output` widget, and encodes a PNG once per run, fast.
+run in an `Output` widget (fitted to its cell by the plots' own fitting script, and given the
+timeline's zoom keys), and encodes a PNG once per run, fast.
 
 Nothing here imports ipywidgets, ipympl or matplotlib until a function is called.
 """
@@ -20,7 +21,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from ..plot.figures import TOOLBAR_ROOM_PX, _shell
+from ..plot.figures import TOOLBAR_ROOM_PX, _shell, fit_output
 
 #: The resolution of the timeline's PNG.
 PNG_DPI = 100
@@ -74,7 +75,17 @@ def ipympl_canvas(figure: Any) -> Any:
     canvas.toolbar_position = "right"  # beside the figure, never over the lane names
     canvas.layout.padding = TOOLBAR_ROOM  # ... nor over the legend
     canvas.add_class("pg-canvas")
+    zoom = getattr(figure, "parallelgraph_zoom", None)  # `plot.zoom`, added by the gantt
+    if zoom is not None:  # the new manager binds the arrows to Back/Forward: ours pan
+        zoom.take_default_keys(canvas)
     return canvas
+
+
+def fitted_outputs(canvas: Any) -> tuple[dict[str, Any], ...]:
+    """The output-area entries that show an ipympl `canvas` at the width of its cell, and
+    follow it when the cell is resized: the canvas, and the fitting script of
+    `plot.figures.fit_output` (the one fitting rule of every parallelgraph canvas)."""
+    return (widget_output(canvas), fit_output(canvas))
 
 
 def leave_pyplot(figure: Any) -> None:
@@ -118,6 +129,7 @@ __all__ = [
     "TOOLBAR_ROOM",
     "close_canvas",
     "figure_png",
+    "fitted_outputs",
     "ipympl_canvas",
     "leave_pyplot",
     "live_canvas_possible",

@@ -222,8 +222,12 @@ class Dashboard(RunThread, viewer.ViewerControls):
         self.gantt = w.Image(  # hidden until there is a picture (no broken-image icon)
             format="png", layout=w.Layout(max_width="100%", height="auto", display="none")
         )
-        self.timeline = w.Box([self.gantt])
-        self._canvas_area = w.Output()  # holds the ipympl canvas (interactive timelines)
+        # The canvas' Output takes the timeline's width, not its content's (a flex item's
+        # default minimum), so the fitting script reads the cell's width and the canvas
+        # follows it when the page gets narrower.
+        fill = {"width": "100%", "min_width": "0"}
+        self.timeline = w.Box([self.gantt], layout=w.Layout(**fill))
+        self._canvas_area = w.Output(layout=w.Layout(**fill))  # holds the ipympl canvas
         self.table = w.HTML("", layout=w.Layout(flex="0 0 auto"))
         self.explanation = w.HTML(
             "", layout=w.Layout(flex="1 1 360px", min_width="360px", margin="0 0 0 16px")
@@ -548,7 +552,7 @@ class Dashboard(RunThread, viewer.ViewerControls):
             old, self._canvas = self._canvas, canvas.ipympl_canvas(figure)
             if not self.timeline.children or self.timeline.children[0] is not self._canvas_area:
                 self.timeline.children = (self._canvas_area,)
-            self._canvas_area.outputs = (canvas.widget_output(self._canvas),)
+            self._canvas_area.outputs = canvas.fitted_outputs(self._canvas)
             if old is not None:
                 canvas.close_canvas(old)
         if built_s is not None:
