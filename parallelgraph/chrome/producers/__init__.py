@@ -24,6 +24,7 @@ and what its users call the settings `explain()` advises on (`SettingWords`).
 
 from __future__ import annotations
 
+from ...executors.registry import find_executor
 from ..document import Document
 from . import (
     generic,
@@ -60,7 +61,8 @@ def detect_producer(document: Document) -> Producer:
 
 def knobs_for(source: str, executor: str | None = None) -> SettingWords:
     """The words for `Trace.source`'s settings (the generic ones for an unknown source); for
-    our own traces, those of the `executor` that ran them (Dask's workers)."""
-    if source == "parallelgraph" and executor == "dask":
+    our own traces, those of the `executor` that ran them (a cluster's workers)."""
+    spec = find_executor(executor)
+    if source == "parallelgraph" and spec is not None and spec.distributed:
         return parallelgraph.DASK_KNOBS
     return next((p.knobs for p in PRODUCERS if p.name == source), generic.KNOBS)
