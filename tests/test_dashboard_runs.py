@@ -592,7 +592,8 @@ def shown_canvas(dash):
     from ipywidgets import Widget
 
     (area,) = dash.timeline.children
-    (output,) = area.outputs
+    output, fitting = area.outputs  # the canvas, and the script that fits it to its cell
+    assert "<script>" in fitting["data"]["text/html"]
     model_id = output["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
     return Widget.widgets[model_id]
 

@@ -493,9 +493,10 @@ def test_live_drawings_on_the_interactive_timeline_replace_and_close_their_canva
         live = [c for c in canvases if getattr(c.figure, "parallelgraph_live", None)]
         assert live and canvases[-1] not in live
         assert all(c.comm is None for c in canvases[:-1]) and canvases[-1].comm is not None
-        (output,) = dashboard._canvas_area.outputs
+        output, fitting = dashboard._canvas_area.outputs  # the canvas and its fitting script
         shown = output["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
         assert shown == canvases[-1].model_id
+        assert canvases[-1].parallelgraph_fit_class in fitting["data"]["text/html"]
         assert "running:" not in canvases[-1].figure.axes[0].get_title(loc="left")
     finally:
         dashboard.close()
