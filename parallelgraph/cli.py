@@ -210,7 +210,7 @@ def command_run(args: argparse.Namespace) -> int:
         )
     if args.trace:  # after the report, so a failed save does not lose what was measured
         try:
-            measurement.median_trace().save(args.trace)
+            measurement.median_trace().save(args.trace, memory=True)  # for Perfetto
         except OSError as problem:
             print(f"parallelgraph run: error: trace not saved: {problem}", file=sys.stderr)
             return 2
@@ -324,7 +324,7 @@ def command_demo(args: argparse.Namespace) -> int:
         print(f"Busy machine: {busy}.")
     results = [measured[setting] for setting in DEMO_SETTINGS]
     traces = [r.median_trace() for r in results[:2]]
-    traces[1].save(out / "trace.ctf.json")
+    traces[1].save(out / "trace.ctf.json", memory=True)  # with its memory track, for Perfetto
     title = f"inter-op 2 against inter-op 1 over {runs_text(args.repeats)}: " + speedup_text(
         results[0].makespans_ms, results[1].makespans_ms
     )
