@@ -4,7 +4,7 @@ import threading
 
 import numpy as np
 import pytest
-from helpers import seed_graph
+from helpers import failing, seed_graph
 
 import parallelgraph as pg
 from parallelgraph.experiments.presets import build_preset
@@ -101,3 +101,51 @@ def test_ops_overlap_with_two_inter_op_threads():
         _, serial = sess.run(total, trace=True)
     assert max(overlaps) > 0.5
     assert serial.overlap("net1", "net2") == 0.0
+
+
+def test_the_pools_share_the_cores_an_op_offers_shards_only_to_free_ones():
+    """Issue 24, item 3: with every core computing (two inter-op workers inside ops on two
+    cores), an op's shards stay on its own thread; with a core free, a helper takes some. The
+    shards and their order are the plan's either way, so outputs keep their bits."""
+    import time
+
+    from parallelgraph.executors.pools import CoreBudget, IntraOpPool, ShardJob
+
+    budget = CoreBudget(2)
+    pool = IntraOpPool(2, budget)
+    try:
+
+        def lanes_of_shards() -> set[str]:
+            records: list[tuple] = []
+            job = ShardJob(
+                4, lambda shard: time.sleep(0.02), 0, records.append, time.perf_counter_ns
+            )
+            pool.run(job, "inter-op/0")
+            return {record[2] for record in records}
+
+        budget.enter()
+        budget.enter()  # this op's worker and another worker, both computing: no core free
+        assert budget.free() == 0 and lanes_of_shards() == {"inter-op/0"}
+        budget.leave()  # the other op ended: one core free, the helper joins
+        assert lanes_of_shards() == {"inter-op/0", "intra-op/0"}
+        budget.leave()
+        assert budget.busy == 0
+    finally:
+        pool.close()
+
+
+def test_two_by_two_keeps_the_bits_and_counts_its_threads_out():
+    """The threads executor enters the budget for every CPU op and leaves it however the op
+    ends: after runs (one failing) nothing is left counted as computing."""
+    g, out, _ = seed_graph(batch=64, n_in=64, n_hidden=64, n_out=8)
+    with g.as_default():
+        broken = failing(out)
+    with pg.Session(g, pg.Config(inter_op_threads=1, intra_op_threads=1)) as sequential:
+        reference = sequential.run(out)
+    with pg.Session(g, pg.Config(inter_op_threads=2, intra_op_threads=2)) as sess:
+        for _ in range(5):
+            assert np.array_equal(sess.run(out), reference)
+        with pytest.raises(pg.OpError, match="Failing"):
+            sess.run(broken)
+        assert np.array_equal(sess.run(out), reference)
+        assert sess._executor.budget.busy == 0

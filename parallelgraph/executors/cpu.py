@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..config import Config
+from ..config import Config, cpu_count
 from ..plan import Plan, Step
 from .blas_threads import BLAS_LIMIT
-from .pools import InterOpPool, IntraOpPool, Recorder
+from .pools import CoreBudget, InterOpPool, IntraOpPool, Recorder
 from .scheduler import Run
 from .step import execute_step
 
@@ -37,8 +37,11 @@ class ThreadsExecutor:
         self.intra_op_threads = config.intra_op_threads
         self._inter = InterOpPool(self.inter_op_threads)
         self._lane_names = [f"inter-op/{i}" for i in range(self.inter_op_threads)]
+        #: the cores both pools share (pools.CoreBudget): an op's shards go to helpers only
+        #: where no inter-op worker computes
+        self.budget = CoreBudget(cpu_count())
         try:
-            self._intra = IntraOpPool(self.intra_op_threads)
+            self._intra = IntraOpPool(self.intra_op_threads, self.budget)
         except BaseException:
             self._inter.close()  # a failed executor leaves no thread behind
             raise
@@ -51,7 +54,7 @@ class ThreadsExecutor:
         if self._closed:
             raise RuntimeError("this executor is closed")
 
-        lanes, config, intra = self._lane_names, self.config, self._intra
+        lanes, config, intra, budget = self._lane_names, self.config, self._intra, self.budget
         gpu = self._gpu_for(plan)
         if gpu is not None and record is None and gpu.replay(plan, values):
             return Run.replayed(plan, values)  # one CUDA graph launch (Config.cuda_graph)
@@ -65,7 +68,11 @@ class ThreadsExecutor:
             else:  # GPU values a CPU op reads come to the host first
                 args = [gpu.to_host(plan, s, values[s], record) for s in step.input_slots]
             # One op, all its shards, on this thread with helpers from the intra-op pool.
-            return execute_step(step, args, lanes[lane], record, config, intra)
+            budget.enter()
+            try:
+                return execute_step(step, args, lanes[lane], record, config, intra)
+            finally:
+                budget.leave()
 
         workers = plan.useful_workers(self.inter_op_threads)
         run = Run(plan, values, execute, workers)

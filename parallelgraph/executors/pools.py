@@ -8,6 +8,13 @@
   takes shards itself until none are left, and waits only for shards already being computed. So
   one op uses at most m threads, a busy pool never blocks an op (its own thread does all the
   work), and nothing can deadlock even with m = 1.
+- `CoreBudget(cores)`: the two pools share the cores, as TensorFlow's inter-op workers share one
+  intra-op pool sized to the machine. A thread counts itself while it computes (an inter-op
+  worker inside an op, a helper inside a job), and an op offers its shards only to as many
+  helpers as there are cores nobody computes on. So inter-op 2 / intra-op 2 on two cores runs
+  like inter-op 2 while two ops run at once and like intra-op 2 while one does, instead of
+  three threads taking turns on two cores. The plan's shards are the same either way (a shard
+  not offered is computed by the op's own thread), so outputs keep their bits.
 
 Both pools' threads are daemon threads named "parallelgraph-inter-op-i" / "-intra-op-i" and end
 in `close()`, which joins them. A pool that cannot start all its threads (the OS refuses one)
@@ -22,6 +29,7 @@ from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Any
 
+from ..config import cpu_count
 from ..trace.model import EventKind
 
 #: record(a `trace.model.StepRecord` or `CopyRecord` as a plain tuple), e.g. a list's append
@@ -77,11 +85,39 @@ class ShardJob:
         self._all_done.release()
 
 
-class IntraOpPool:
-    """`threads - 1` helper threads that run shards of any op; see the module docstring."""
+class CoreBudget:
+    """How many threads compute right now, against the cores they share (module docstring).
 
-    def __init__(self, threads: int):
+    `computing()` is a context manager a thread holds while it computes; `free()` the cores
+    nobody computes on. Counts are kept under a lock (a few hundred ns a change, per op or job,
+    not per shard); `free()` reads without it: an offer decided on a count a moment old costs
+    at most one thread waiting for a core, never a wrong result.
+    """
+
+    def __init__(self, cores: int):
+        self.cores = cores
+        self.busy = 0
+        self._lock = threading.Lock()
+
+    def enter(self) -> None:
+        with self._lock:
+            self.busy += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self.busy -= 1
+
+    def free(self) -> int:
+        return self.cores - self.busy
+
+
+class IntraOpPool:
+    """`threads - 1` helper threads that run shards of any op; see the module docstring.
+    `budget` (default: the cores this process may use) is shared with the inter-op workers."""
+
+    def __init__(self, threads: int, budget: CoreBudget | None = None):
         self.threads = threads
+        self.budget = budget if budget is not None else CoreBudget(cpu_count())
         self._queue: SimpleQueue[ShardJob | None] = SimpleQueue()
         self._helpers = [
             threading.Thread(
@@ -95,15 +131,21 @@ class IntraOpPool:
         _start_all(self._helpers, self.close)
 
     def run(self, job: ShardJob, lane: str) -> None:
-        """Run every shard of `job`, on the calling thread and on idle helpers."""
-        for _ in range(min(len(self._helpers), job.count - 1)):
+        """Run every shard of `job`, on the calling thread (which is computing already) and on
+        as many helpers as there are free cores."""
+        for _ in range(min(len(self._helpers), job.count - 1, self.budget.free())):
             self._queue.put(job)
         job.work(lane)
         job.wait()
 
     def _serve(self, lane: str) -> None:
+        budget = self.budget
         while (job := self._queue.get()) is not None:
-            job.work(lane)
+            budget.enter()
+            try:
+                job.work(lane)
+            finally:
+                budget.leave()
 
     def close(self) -> None:
         """Stop and join the helper threads (those started, if starting them failed)."""

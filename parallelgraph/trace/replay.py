@@ -6,11 +6,13 @@ sharded op — and replays them with the threads executor's own rules:
 - `inter_op_threads` workers take ready ops lowest-first (here: in the measured start order,
   which respects dependencies) and each op pays the measured per-op dispatch overhead;
 - an op with shards runs them on its own worker plus up to `intra_op_threads - 1` helpers of one
-  intra-op pool shared by all running ops (helpers join while shards remain, leave when none
-  does), exactly as `IntraOpPool`/`ShardJob` do;
+  intra-op pool shared by all running ops, offered only as many helpers as there are cores no
+  thread computes on (`pools.CoreBudget`; helpers take the offers as they come free, and keep
+  taking that op's shards until none is left), exactly as `IntraOpPool`/`ShardJob` do;
 - the machine has `cores` cores: when more threads compute than there are cores, every running
   piece of work slows down in proportion (processor sharing), and a little more for the cost
-  of time-slicing. This is what makes "2 inter x 2 intra on 2 cores" no faster than 2 x 1;
+  of time-slicing (which the budget now avoids for our own executor; a setting of another
+  tool's that oversubscribes still pays it);
 - a thread that was asleep (an idle inter-op worker given a ready op, an intra-op helper given
   a job) starts `WAKE_UP_NS` later; the worker that just finished an op goes straight on to the
   next ready one, as the real loop does.
@@ -199,6 +201,7 @@ class Replay:
         self.running: list[Piece] = []
         self.next_shard: dict[str, int] = {}
         self.shards_left: dict[str, int] = {}
+        self.offers: dict[str, int] = {}  # helpers an op's shards were offered to, not yet taken
         self.op_start: dict[str, float] = {}
         self.op_lane: dict[str, str] = {}
         self.events: list[TraceEvent] = []
@@ -248,8 +251,14 @@ class Replay:
     def _start_shards(self, op: OpModel, lane: str) -> None:
         name = op.event.name
         self.next_shard[name], self.shards_left[name] = 0, len(op.shard_work)
+        # the cores nobody computes on: workers inside an op (this one too), busy helpers
+        busy = (self.inter - len(self.free_workers)) + (self.intra - 1 - len(self.free_helpers))
+        self.offers[name] = min(self.intra - 1, len(op.shard_work) - 1, max(0, self.cores - busy))
         self._take_shard(op, lane)
-        while self.free_helpers and self.next_shard[name] < len(op.shard_work):
+        while (
+            self.free_helpers and self.offers[name] and self.next_shard[name] < len(op.shard_work)
+        ):
+            self.offers[name] -= 1
             self._take_shard(op, self.free_helpers.pop(0), delay=WAKE_UP_NS)
 
     def _take_shard(self, op: OpModel, lane: str, delay: float = 0.0) -> bool:
@@ -282,9 +291,14 @@ class Replay:
             self._complete(op)
 
     def _lend_helpers(self) -> None:
-        """A freed helper joins any running op that still has shards to hand out."""
+        """A freed helper takes an offer of a running op that still has shards to hand out."""
         for name, index in sorted(self.next_shard.items()):
-            while self.free_helpers and index < len(self.ops[name].shard_work):
+            while (
+                self.free_helpers
+                and self.offers.get(name)
+                and index < len(self.ops[name].shard_work)
+            ):
+                self.offers[name] -= 1
                 self._take_shard(self.ops[name], self.free_helpers.pop(0), delay=WAKE_UP_NS)
                 index += 1
 
@@ -296,6 +310,7 @@ class Replay:
         self.free_workers.sort()
         self.hot_workers.add(lane)
         self.next_shard.pop(name, None)
+        self.offers.pop(name, None)
         for consumer in self.consumers.get(name, []):
             self.waiting[consumer].discard(name)
             if not self.waiting[consumer]:
