@@ -47,8 +47,10 @@ from .streams import POLICIES, breadth_first, ready_walk
 MIN_SHARD_NS = 250_000
 #: More shards than this adds hand-offs without adding balance on the machines we target.
 MAX_SHARDS = 16
-#: Cost-model throughputs (one core): memory traffic, and arithmetic of non-BLAS ops.
-BYTES_PER_NS = 8.0
+#: Cost-model throughput of memory traffic (one core), measured: an add of two 256x1024 float32
+#: arrays moves its 3 MB in ~170 us (benchmarks/RESULTS.md, "Cost model"); each op's
+#: arithmetic speed is its OpDef's `flops_per_ns`.
+BYTES_PER_NS = 20.0
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,9 @@ class ElementwiseOp(OpDef):
     plan), straight on the arrays: the same bits without the work tuple and the views.
     """
 
+    #: Vectorized row kernels: their arithmetic is not what takes the time (measured with
+    #: BYTES_PER_NS: benchmarks/RESULTS.md, "Cost model").
+    flops_per_ns = 20.0
     #: The row kernel's name in `kernels.elementwise` (looked up on first use: importing
     #: parallelgraph does not import Numba).
     kernel_name: ClassVar[str]
@@ -191,6 +194,7 @@ class Tanh(ElementwiseUnary):
     type = "tanh"
     default_name = "Tanh"
     flops_per_element = 20
+    flops_per_ns = 50.0  # kernels.vecmath: its polynomial in fma vector code (measured)
     kernel_name = "tanh_rows"
 
     def gpu_launches(
