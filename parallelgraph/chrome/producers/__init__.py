@@ -24,7 +24,6 @@ and what its users call the settings `explain()` advises on (`SettingWords`).
 
 from __future__ import annotations
 
-from ...executors.registry import find_executor
 from ..document import Document
 from . import (
     generic,
@@ -62,6 +61,8 @@ def detect_producer(document: Document) -> Producer:
 def knobs_for(source: str, executor: str | None = None) -> SettingWords:
     """The words for `Trace.source`'s settings (the generic ones for an unknown source); for
     our own traces, those of the `executor` that ran them (a cluster's workers)."""
+    from ...executors.registry import find_executor  # reading a trace loads no executor
+
     spec = find_executor(executor)
     if source == "parallelgraph" and spec is not None and spec.distributed:
         return parallelgraph.DASK_KNOBS
