@@ -27,6 +27,7 @@ from __future__ import annotations
 import glob
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -116,8 +117,18 @@ class Setting(Mapping[str, Any]):
 
     def pool(self) -> ThreadPoolExecutor:
         """NumPy (or any Python program): a thread pool of `inter` threads for independent
-        work (`pool.submit(branch1)`); NumPy's own ops release the GIL."""
-        pool = ThreadPoolExecutor(max_workers=int(self.inter or 1), thread_name_prefix="inter")
+        work (`pool.submit(branch1)`); NumPy's own ops release the GIL.
+
+        Its threads are started here, all of them: a ThreadPoolExecutor starts one only when a
+        task finds none idle, so branches of microseconds ran on one thread whatever `inter`
+        said (and the read-back counted one). Each start task waits for the others at a barrier,
+        which only `inter` threads at once can pass."""
+        workers = int(self.inter or 1)
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="inter")
+        if workers > 1:
+            started = threading.Barrier(workers)
+            for task in [pool.submit(started.wait, 10.0) for _ in range(workers)]:
+                task.result()
         self._made.append(pool)
         return pool
 
