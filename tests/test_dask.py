@@ -313,7 +313,9 @@ def test_a_run_past_its_timeout_fails_naming_an_op_and_the_session_goes_on(clien
     g, out = chains_graph(length=10)
     with pg.Session(g, dask_config(client)) as sess:
         sess.run(out)
-        sess._executor.run_timeout_s = 0.05
+        # shorter than one round trip through the scheduler (milliseconds), so no run can
+        # finish in time however fast its ops got (at 0.05 s a run of fused chains did)
+        sess._executor.run_timeout_s = 0.001
         start = time.monotonic()
         with pytest.raises(pg.OpError, match=r"op 'out' .*TimeoutError: not finished within"):
             sess.run(out)
