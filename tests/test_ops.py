@@ -131,3 +131,27 @@ def test_matmul_kernels_agree_with_float64_reference():
     for kernel in ("blas", "numba"):
         with pg.Session(g, pg.Config(matmul_kernel=kernel)) as sess:
             np.testing.assert_allclose(sess.run(y), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_a_sum_along_the_last_axis_is_exact_in_float64_for_every_tail_length():
+    """The last-axis reduction (axis=None or -1: inner size 1) runs in eight interleaved float64
+    partial sums; every length from 0 to 40 (every tail) agrees with math.fsum, and a NaN or an
+    infinity in the input comes out as NumPy's does."""
+    import math
+
+    from parallelgraph.kernels.reduce import sum_middle
+
+    rng = np.random.default_rng(3)
+    for length in range(41):
+        x = rng.standard_normal((2, length, 1)).astype(np.float32)
+        acc = np.zeros((2, 1))
+        sum_middle(x, acc, 0, 2, 0, length)
+        for row in range(2):
+            exact = math.fsum(float(v) for v in x[row, :, 0])
+            assert acc[row, 0] == pytest.approx(exact, rel=1e-12, abs=1e-12), length
+    for bad, expected in ((np.nan, np.nan), (np.inf, np.inf)):
+        x = np.ones((1, 19, 1), dtype=np.float32)
+        x[0, 11, 0] = bad
+        acc = np.zeros((1, 1))
+        sum_middle(x, acc, 0, 1, 0, 19)
+        np.testing.assert_equal(acc[0, 0], expected)
