@@ -248,10 +248,10 @@ def _mixed_dag(seed, ops=60):
     with graph.as_default():
         pools = {
             shape: [pg.constant(rng.standard_normal(shape).astype(np.float32))]
-            for shape in ((1, 3), (160, 160))
+            for shape in ((1, 3), (400, 400))
         }
         for _ in range(ops):
-            shape = (1, 3) if rng.random() < 0.7 else (160, 160)
+            shape = (1, 3) if rng.random() < 0.7 else (400, 400)
             pool = pools[shape]
             a = pool[rng.integers(len(pool))]
             kind = rng.integers(4)
@@ -261,7 +261,7 @@ def _mixed_dag(seed, ops=60):
                 pool.append(pg.relu(a) * 0.5)
             else:
                 pool.append(a + pool[rng.integers(len(pool))])
-        total = pg.reduce_sum(pools[(1, 3)][-1]) + pg.reduce_sum(pools[(160, 160)][-1])
+        total = pg.reduce_sum(pools[(1, 3)][-1]) + pg.reduce_sum(pools[(400, 400)][-1])
     return graph, total
 
 

@@ -324,6 +324,7 @@ class ReduceSum(OpDef):
 
     type = "reduce_sum"
     default_name = "Sum"
+    flops_per_ns = 5.0  # eight float64 chains along the run (measured: benchmarks/cost_model.py)
 
     def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
         shape, axis = inputs[0].shape, attrs["axis"]
