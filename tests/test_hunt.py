@@ -272,7 +272,9 @@ def run_hunts_in_a_fresh_process(hunts: str, timeout: int, **env: str) -> None:
     program: after tests/test_dashboard_runs.py and tests/test_widgets.py in one process, a
     run under sys.setprofile did not even reach its first profile event."""
     child_env = dict(os.environ, PARALLELGRAPH_HUNT_CHILD="1", **env)
-    command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"]
+    # -X faulthandler: a crash in the child prints where it was, not just a return code
+    command = [sys.executable, "-X", "faulthandler", "-m", "pytest", "-q", "-x", "-p"]
+    command.append("no:cacheprovider")
     result = subprocess.run(
         [*command, "-k", hunts, __file__],
         capture_output=True,
@@ -281,7 +283,7 @@ def run_hunts_in_a_fresh_process(hunts: str, timeout: int, **env: str) -> None:
         env=child_env,
         cwd=Path(__file__).parent,
     )
-    assert result.returncode == 0, result.stdout[-3000:]
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert " passed" in result.stdout and " failed" not in result.stdout
 
 

@@ -68,11 +68,14 @@ class ThreadsExecutor:
             else:  # GPU values a CPU op reads come to the host first
                 args = [gpu.to_host(plan, s, values[s], record) for s in step.input_slots]
             # One op, all its shards, on this thread with helpers from the intra-op pool.
-            budget.enter()
-            try:
+            entered = False
+            try:  # an interrupt between the two lines below must not leave the count raised
+                budget.enter()
+                entered = True
                 return execute_step(step, args, lanes[lane], record, config, intra)
             finally:
-                budget.leave()
+                if entered:
+                    budget.leave()
 
         workers = plan.useful_workers(self.inter_op_threads)
         run = Run(plan, values, execute, workers)

@@ -141,7 +141,7 @@ class IntraOpPool:
     def _serve(self, lane: str) -> None:
         budget = self.budget
         while (job := self._queue.get()) is not None:
-            budget.enter()
+            budget.enter()  # helpers get no interrupts (only the main thread does)
             try:
                 job.work(lane)
             finally:
