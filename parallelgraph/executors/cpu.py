@@ -55,6 +55,7 @@ class ThreadsExecutor:
             raise RuntimeError("this executor is closed")
 
         lanes, config, intra, budget = self._lane_names, self.config, self._intra, self.budget
+        counting = self.intra_op_threads > 1  # the budget only decides offers to helpers
         gpu = self._gpu_for(plan)
         if gpu is not None and record is None and gpu.replay(plan, values):
             return Run.replayed(plan, values)  # one CUDA graph launch (Config.cuda_graph)
@@ -68,6 +69,8 @@ class ThreadsExecutor:
             else:  # GPU values a CPU op reads come to the host first
                 args = [gpu.to_host(plan, s, values[s], record) for s in step.input_slots]
             # One op, all its shards, on this thread with helpers from the intra-op pool.
+            if not counting:  # no helpers to offer shards to: nothing to count (tiny ops)
+                return execute_step(step, args, lanes[lane], record, config, intra)
             entered = False
             try:  # an interrupt between the two lines below must not leave the count raised
                 budget.enter()
