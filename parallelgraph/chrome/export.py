@@ -188,6 +188,8 @@ def _complete_event(event: TraceEvent, thread: tuple[int, int], origin: int) -> 
     }
     if event.shard is not None:
         args["shard"] = event.shard
+    if event.shards > 1:
+        args["shards"] = event.shards
     if event.inputs:
         args["inputs"] = list(event.inputs)
     if event.shapes:

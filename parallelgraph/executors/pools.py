@@ -37,7 +37,12 @@ Recorder = Callable[[tuple[Any, ...]], None]
 
 
 class ShardJob:
-    """The shards of one op, handed out by an atomic counter to whichever thread asks."""
+    """The shards of one op, handed out by an atomic counter to whichever thread asks.
+
+    `compute(i)` computes piece i of `count`. A piece is one shard, or, when the op merged
+    consecutive shards into one call (`spans[i]` = (first shard, how many): see
+    `step._pieces`), several; its trace record then names the first and the count.
+    """
 
     def __init__(
         self,
@@ -46,12 +51,14 @@ class ShardJob:
         step_index: int,
         record: Recorder | None,
         clock: Callable[[], int],
+        spans: tuple[tuple[int, int], ...] | None = None,
     ):
         self.count = count
         self.compute = compute
         self.step_index = step_index
         self.record = record
         self.clock = clock
+        self.spans = spans
         self._next_shard = itertools.count()  # next() on a C iterator is atomic under the GIL
         self._finished_count = itertools.count(1)
         # Held until the last shard is done. A bare lock, not an Event: waiting on it is one C
@@ -75,7 +82,12 @@ class ShardJob:
                     self.error = self.error or error
                 if self.record:
                     end = self.clock()
-                    self.record((EventKind.SHARD, self.step_index, lane, start, end, shard))
+                    if self.spans is None:
+                        self.record((EventKind.SHARD, self.step_index, lane, start, end, shard))
+                    else:
+                        first, covered = self.spans[shard]
+                        record = (EventKind.SHARD, self.step_index, lane, start, end, first)
+                        self.record((*record, covered) if covered > 1 else record)
             if next(self._finished_count) == self.count:
                 self._all_done.release()
 
@@ -130,10 +142,16 @@ class IntraOpPool:
         ]
         _start_all(self._helpers, self.close)
 
-    def run(self, job: ShardJob, lane: str) -> None:
-        """Run every shard of `job`, on the calling thread (which is computing already) and on
-        as many helpers as there are free cores."""
-        for _ in range(min(len(self._helpers), job.count - 1, self.budget.free())):
+    def offers(self, shards: int) -> int:
+        """How many helpers an op of `shards` shards would be offered to now: at most one fewer
+        than its shards, and no more than the cores nobody computes on (none when more threads
+        compute than there are cores: `free()` is then below 0)."""
+        return max(0, min(len(self._helpers), shards - 1, self.budget.free()))
+
+    def run(self, job: ShardJob, lane: str, offers: int | None = None) -> None:
+        """Run every piece of `job`, on the calling thread (which is computing already) and on
+        `offers` helpers (default: `offers(job.count)`)."""
+        for _ in range(self.offers(job.count) if offers is None else offers):
             self._queue.put(job)
         job.work(lane)
         job.wait()

@@ -59,14 +59,42 @@ def _sharded(
         definition.compute(op, work, 0, *shards[0])
         return definition.finish(op, work)
     work = definition.prepare(op, args, len(shards), config)
+    offers = intra.offers(len(shards))
+    pieces, spans = _pieces(definition, op, work, shards, offers + 1)
     job = ShardJob(
-        len(shards),
-        lambda shard: definition.compute(op, work, shard, *shards[shard]),
+        len(pieces),
+        lambda piece: definition.compute(op, work, *pieces[piece]),
         step.index,
         record,
         clock,
+        spans,
     )
-    intra.run(job, lane)
+    intra.run(job, lane, offers)
     if job.error is not None:
         raise job.error
     return definition.finish(op, work)
+
+
+def _pieces(
+    definition: Any, op: Any, work: Any, shards: tuple[tuple[int, int], ...], takers: int
+) -> tuple[list[tuple[int, int, int]], tuple[tuple[int, int], ...] | None]:
+    """What each `compute` call of an op covers: (shard, row_start, row_stop) per call, and
+    for merged calls the (first shard, count) of each.
+
+    With as many threads taking part as there are shards, or more, a call per shard. With
+    fewer (`takers`: the op's own thread and the helpers it is offered to), each taker's share
+    of consecutive shards becomes one call where the op's kernel gives the same bits that way
+    (`OpDef.merges_rows`: a matmul then packs B once per thread, not once per shard). The
+    shards are still the plan's; only how many calls compute them changes, so the bits do not.
+    """
+    count = len(shards)
+    if takers >= count:
+        return [(index, *bounds) for index, bounds in enumerate(shards)], None
+    spans = tuple(
+        (taker * count // takers, (taker + 1) * count // takers - taker * count // takers)
+        for taker in range(takers)
+    )
+    groups = [(shards[first][0], shards[first + covered - 1][1]) for first, covered in spans]
+    if not definition.merges_rows(op, work, shards, groups):
+        return [(index, *bounds) for index, bounds in enumerate(shards)], None
+    return [(first, *rows) for (first, _), rows in zip(spans, groups)], spans

@@ -26,6 +26,7 @@ _SUBMODULES = (
     "normal32",
     "normal64",
     "matmul",
+    "blas_rows",
     "gpu",
 )
 

@@ -26,10 +26,12 @@ measured the same (64/118 and 71/120) but calls scipy's *own* bundled OpenBLAS, 
 library with its own thread pool: unless it is loaded before the caller's threadpoolctl limit
 is taken, it runs with all cores per shard (measured: the 2-shard run then fell to 27 GFLOP/s,
 oversubscribed). It also needs scipy at runtime and a compile. So the NumPy call won.
-OpenBLAS's bits do depend on the row partition (it picks its edge micro-kernels and M-blocking
-from the number of rows it is given; e.g. splitting 1024 rows at 512 changes ~2% of the
-elements in the last ulp), but a fixed partition gives fixed bits, whatever the thread count
-and whatever order the shards run in.
+OpenBLAS's bits may depend on the row partition (it picks its edge micro-kernels and M-blocking
+from the number of rows it is given; an earlier OpenBLAS on an AVX2 machine changed ~2% of the
+elements in the last ulp when 1024 rows were split at 512), but a fixed partition gives fixed
+bits, whatever the thread count and whatever order the shards run in. Where a probe shows that
+this BLAS gives the same bits for merged rows, a thread computes its run of consecutive shards
+in one call (`kernels.blas_rows`); the numba kernel's bits never depend on the partition.
 
 `matmul_rows_numba` -- a pure-Numba, BLAS-free GEMM in the GotoBLAS/BLIS style:
 

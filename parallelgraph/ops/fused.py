@@ -27,7 +27,7 @@ import numpy as np
 
 from ..devices import Device
 from ..graph import Op
-from .registry import Arrays, Cost, OpDef, opdef, register
+from .registry import Arrays, Bounds, Cost, OpDef, opdef, register
 
 #: Op types that can end a fused chain after the add.
 ACTIVATIONS = ("relu", "tanh")
@@ -77,6 +77,13 @@ class FusedEpilogue(OpDef):
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         for part, part_work in zip(covered(op), work):
             opdef(part.type).compute(part, part_work, shard, row_start, row_stop)
+
+    def merges_rows(self, op: Any, work: Any, shards: Bounds, groups: Bounds) -> bool:
+        """Where every part's kernel gives the same bits over merged rows."""
+        return all(
+            opdef(part.type).merges_rows(part, part_work, shards, groups)
+            for part, part_work in zip(covered(op), work)
+        )
 
     def finish(self, op: Any, work: Any) -> np.ndarray:
         parts = covered(op)

@@ -16,7 +16,7 @@ from .. import kernels
 from ..dtypes import Shape, num_elements, row_view_shape
 from ..graph import Tensor
 from .builder import as_tensor, binary_operands, build
-from .registry import Arrays, Cost, OpDef, ShapeError, register
+from .registry import Arrays, Bounds, Cost, OpDef, ShapeError, register
 
 
 def _rows_of(array: np.ndarray, rows: int, columns: int) -> np.ndarray:
@@ -64,6 +64,11 @@ class ElementwiseOp(OpDef):
 
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         self.kernel(*work[:-1], row_start, row_stop)
+
+    def merges_rows(self, op: Any, work: Any, shards: Bounds, groups: Bounds) -> bool:
+        """Always: an element's value does not depend on the rows around it (which is also why
+        `whole` may compute every row in one call)."""
+        return True
 
     def whole(self, op: Any) -> Callable[[Arrays], np.ndarray]:
         kernel, shape, dtype = self.kernel, op.shape, op.dtype
@@ -301,6 +306,14 @@ class MatMul(OpDef):
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         kernel, a, b, out = work
         kernel(a, b, out, row_start, row_stop)
+
+    def merges_rows(self, op: Any, work: Any, shards: Bounds, groups: Bounds) -> bool:
+        """The numba kernel: always (an element's arithmetic does not depend on the row range:
+        kernels.matmul). BLAS: where a probe showed it (kernels.blas_rows)."""
+        kernel, a, b, _ = work
+        if kernel is kernels.matmul.matmul_rows_numba:
+            return True
+        return kernels.blas_rows.merges_exactly(a, b, shards, groups)
 
     def gpu_launches(
         self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None

@@ -22,6 +22,8 @@ import numpy as np
 from ..dtypes import Shape, num_elements, row_view_shape
 
 Arrays = Sequence[np.ndarray]
+#: Row ranges [(row_start, row_stop), ...], in order.
+Bounds = Sequence[tuple[int, int]]
 
 
 class ShapeError(Exception):
@@ -76,6 +78,17 @@ class OpDef:
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         """Fill rows [row_start, row_stop) of the prepared `work` (this is shard `shard`)."""
         raise NotImplementedError
+
+    def merges_rows(self, op: Any, work: Any, shards: Bounds, groups: Bounds) -> bool:
+        """Whether one `compute` call over each of `groups` (runs of consecutive `shards`, with
+        the first shard's number) gives the same bits as one call per shard.
+
+        An executor asks when fewer threads take part in the op than it has shards, so that a
+        kernel that pays per call (matmul: each call packs all of B) runs once per thread; the
+        shards themselves, and so the bits, stay the plan's. False (the default) keeps one call
+        per shard: partial results (reductions) are per shard by definition.
+        """
+        return False
 
     def sharding(self, op: Any) -> tuple[OpDef, Any]:
         """Whose shapes decide this op's shard boundaries: its own (a fused op: its matmul's,

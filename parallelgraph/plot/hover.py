@@ -97,7 +97,12 @@ def _duration_text(ns: int) -> str:
 
 def tooltip_text(event: TraceEvent, window_origin: int) -> str:
     """What hovering a bar shows: name, scope, lane, start, duration, shapes, flops."""
-    name = event.name if event.shard is None else f"{event.name} [shard {event.shard}]"
+    if event.shard is None:
+        name = event.name
+    elif event.shards > 1:  # consecutive shards computed in one call (executors.step)
+        name = f"{event.name} [shards {event.shard}-{event.shard + event.shards - 1}, one call]"
+    else:
+        name = f"{event.name} [shard {event.shard}]"
     lines = [
         name,
         f"scope {event.scope or '<root>'} · lane {event.lane}",

@@ -73,6 +73,9 @@ class TraceEvent:
     role: EventRole = WORK
     after: str | None = None  # the op before it on its lane, in program order
     idle_ns: int = 0  # of a work event: its lane's time in waiting/setup nested inside it
+    #: Of a shard event: how many of the op's shards it computed (from `shard` on), in one call
+    #: (an op whose kernel gives the same bits that way merges a thread's shards: executors.step).
+    shards: int = 1
 
     @property
     def duration_ns(self) -> int:
@@ -104,7 +107,8 @@ class StepRecord(NamedTuple):
 
     `kind` is `EventKind.OP` or `EventKind.SHARD` (its value, "op" or "shard", reads the same:
     the record is turned into an event with `EventKind(kind)`); `shard` is the shard's number,
-    None for a whole op.
+    None for a whole op; `shards` how many consecutive shards one call computed (a record of
+    merged shards is 7 long, every other 6).
     """
 
     kind: EventKind
@@ -113,6 +117,7 @@ class StepRecord(NamedTuple):
     start_ns: int
     end_ns: int
     shard: int | None
+    shards: int = 1
 
 
 class CopyRecord(NamedTuple):

@@ -44,6 +44,7 @@ def _step_event(
     kind = EventKind(record.kind)
     sharded = kind is EventKind.SHARD
     share = len(step.shards) if sharded else 1
+    covered = record.shards if sharded else 1
     return TraceEvent(
         name=op.name,
         op_type=op_type,
@@ -53,9 +54,10 @@ def _step_event(
         lane=record.lane,
         start=record.start_ns,
         end=record.end_ns,
-        flops=step.cost.flops // share,
-        bytes=step.cost.bytes // share,
+        flops=step.cost.flops * covered // share,
+        bytes=step.cost.bytes * covered // share,
         shard=record.shard if sharded else None,
+        shards=covered,
         inputs=() if sharded else tuple(renamed.get(t.name, t.name) for t in op.inputs),
         shapes=shapes,
     )
@@ -80,7 +82,7 @@ def events_from_records(plan: Plan, records: list[tuple[Any, ...]]) -> tuple[Tra
     events = [
         _copy_event(CopyRecord._make(raw))
         if raw[0] == EventKind.COPY
-        else _step_event(plan, StepRecord._make(raw), described, renamed)
+        else _step_event(plan, StepRecord(*raw), described, renamed)
         for raw in records
     ]
     events.sort(key=lambda e: (e.start, e.kind != EventKind.OP))

@@ -153,7 +153,9 @@ def model_ops(trace: Trace, cores: int) -> list[OpModel]:
     models = []
     for order, event in enumerate(sorted(trace.ops(), key=lambda e: e.start)):
         own = sorted(shards.get(event.name, []), key=lambda e: e.shard or 0)
-        shard_work = [work(s) for s in own]
+        # A call that computed several shards at once (merged: executors.step) is replayed as
+        # that many shards of equal work: the plan's shards have equal rows, up to alignment.
+        shard_work = [piece for s in own for piece in [work(s) / s.shards] * s.shards]
         on_own_lane = sum(s.work_ns for s in own if s.lane == event.lane)
         serial = work(event) - on_own_lane / max(1.0, profile.mean(event.start, event.end) / cores)
         models.append(

@@ -82,6 +82,7 @@ def convert(document: Document, ours: bool = False) -> Converted:
                 flops=integer(args.get("flops")),
                 bytes=integer(args.get("bytes")),
                 shard=shard if kind is EventKind.SHARD else None,
+                shards=max(1, integer(args.get("shards"))) if kind is EventKind.SHARD else 1,
                 inputs=[str(x) for x in inputs] if isinstance(inputs, list) else [],
                 shapes=str(args.get("shapes", "")),
                 role=ROLES.get(str(args.get("role", "work")), EventRole.WORK),

@@ -62,9 +62,9 @@ def collect_records(
     offsets = clock_offsets(client, list(reports), known, probes)
     for address, report in reports.items():
         prefix, offset = f"worker-{order.index(address)}", offsets.get(address, 0)
-        for kind, index, lane, start, end, extra in report["records"][tokens[-1]]:
+        for kind, index, lane, start, end, *extra in report["records"][tokens[-1]]:
             lane = lane.replace("/", "-") if lane.startswith("intra-op") else lane
-            record((kind, index, f"{prefix}/{lane}", start + offset, end + offset, extra))
+            record((kind, index, f"{prefix}/{lane}", start + offset, end + offset, *extra))
         wall_to_perf = report["perf"] + offset - int(report["wall"] * 1e9)
         for start, stop, moved in report["transfers"]:
             begin = wall_to_perf + int(start * 1e9)
