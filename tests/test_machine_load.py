@@ -9,13 +9,16 @@ counts what a neighbour we start adds on top of whatever else is there.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 
+import numpy as np
 import pytest
 from helpers import neighbour
 
@@ -235,6 +238,90 @@ def test_a_named_pid_that_ends_unseen_counts_nothing_and_a_missing_pid_is_skippe
     assert cpu_s - 0.03 <= load.own_cores * load.wall_s <= outer_s + 0.03, (load, cpu_s, outer_s)
 
 
+class Sorting:
+    """A thread of this process that keeps a core busy with NumPy sorts (the GIL released
+    while each sorts), named `name`, until the `with` block ends."""
+
+    def __init__(self, name: str | None = None) -> None:
+        self.done = threading.Event()
+        self.data = np.random.default_rng(0).random(200_000)
+        self.thread = threading.Thread(target=self._work, name=name, daemon=True)
+
+    def _work(self) -> None:
+        while not self.done.is_set():
+            np.sort(self.data)
+
+    def __enter__(self) -> Sorting:
+        self.thread.start()
+        time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.done.set()
+        self.thread.join()
+
+
+IN_PROCESS = "threads of this process outside parallelgraph (a BLAS library's own pool"
+
+
+def test_a_busy_thread_of_this_process_is_process_other_cores_and_said():
+    """A user's thread sorting while we measure: inside own_cores (same process), not in
+    other_cores, and said as this process's other threads."""
+    with Sorting("user-thread"):
+        with LoadMonitor() as monitor:
+            time.sleep(0.5)
+    load = monitor.load
+    assert load is not None
+    assert load.process_other_cores >= 0.5, load  # the loop keeps (most of) one core busy
+    assert load.process_other_cores <= load.own_cores + 0.05, load
+    note = busy_note(load)
+    assert note is not None and IN_PROCESS in note
+    assert f"used {load.process_other_cores:.2f} core" in note or (
+        f"used {load.process_other_cores:.1f} core" in note
+    )
+    assert "threadpool_limits(1)" in note
+    # a thread that starts in the period counts with all its ticks; one that also ends in it
+    # with none (its ticks are gone with it)
+    late = LoadMonitor().start()
+    ended = LoadMonitor().start()
+    with Sorting():
+        time.sleep(0.4)
+        late_load = late.stop()
+    ended_load = ended.stop()
+    assert late_load is not None and late_load.process_other_cores >= 0.4, late_load
+    assert ended_load is not None and ended_load.process_other_cores < 0.1, ended_load
+
+
+def test_parallelgraph_threads_and_named_threads_are_the_measurements():
+    """The same loop in a thread named "parallelgraph-..." (seen at stop too: started in the
+    period), or named by own_threads, is the measurement's own work."""
+    with Sorting("parallelgraph-test-worker"):
+        with LoadMonitor() as monitor:
+            time.sleep(0.5)
+    started_inside = LoadMonitor().start()
+    with Sorting("parallelgraph-test-worker"):
+        time.sleep(0.4)
+        started_inside.stop()
+    with Sorting("user-thread") as sorting:
+        with LoadMonitor(own_threads=lambda: [sorting.thread.native_id]) as named:
+            time.sleep(0.4)
+    for load in (monitor.load, started_inside.load, named.load):
+        assert load is not None
+        assert load.own_cores >= 0.3, load  # the loop ran, and was ours
+        assert load.process_other_cores < 0.1, load
+        note = busy_note(load)
+        assert note is None or IN_PROCESS not in note
+
+
+def test_a_quiet_process_has_no_process_other_cores():
+    with LoadMonitor() as monitor:
+        time.sleep(0.4)
+    load = monitor.load
+    assert load is not None and load.process_other_cores < 0.1, load
+    note = busy_note(load)
+    assert note is None or IN_PROCESS not in note
+
+
 def test_without_procfs_there_is_no_load_and_no_note(tmp_path):
     monitor = LoadMonitor(proc=tmp_path)
     with monitor:
@@ -251,7 +338,13 @@ def test_stop_before_start_is_an_error_and_a_second_stop_repeats_the_first():
     assert first is not None and monitor.stop() is first
 
 
-def load(other_cores: float, steal: float = 0.0, cores: int = 2, wall_s: float = 1.0):
+def load(
+    other_cores: float,
+    steal: float = 0.0,
+    cores: int = 2,
+    wall_s: float = 1.0,
+    process_other: float = 0.0,
+):
     return MachineLoad(
         wall_s=wall_s,
         cores=cores,
@@ -260,6 +353,7 @@ def load(other_cores: float, steal: float = 0.0, cores: int = 2, wall_s: float =
         steal_share=steal,
         loadavg_start=(0.5, 0.5, 0.5),
         loadavg_end=(1.5, 0.7, 0.6),
+        process_other_cores=process_other,
     )
 
 
@@ -294,6 +388,24 @@ def test_busy_note_says_steal():
     assert both is not None and both.startswith(
         "other processes used 1.2 of 2 cores and the hypervisor gave 10% of the CPU time"
     )
+
+
+def test_busy_note_says_this_processs_other_threads_by_the_same_rule():
+    assert busy_note(load(0.0, process_other=BUSY_CORES - 0.01)) is None
+    assert busy_note(load(0.0, process_other=0.4)) == (
+        "threads of this process outside parallelgraph (a BLAS library's own pool, say, still "
+        "spinning after a NumPy call) used 0.40 cores during these runs: the speed-up is not "
+        "reliable; rerun on a quiet machine or with more repeats (and let this process's "
+        "other threads finish first, or hold NumPy's BLAS to one thread: "
+        "threadpoolctl.threadpool_limits(1))"
+    )
+    assert busy_note(load(0.0, cores=8, process_other=5.0), threads_used=2) is None  # free
+    both = busy_note(load(1.2, process_other=0.5))
+    assert both is not None and both.startswith("other processes used 1.2 of 2 cores and ")
+    assert IN_PROCESS in both
+    # a record written before the field existed still loads, as 0
+    old = {k: v for k, v in dataclasses.asdict(load(0.0)).items() if k != "process_other_cores"}
+    assert MachineLoad(**old).process_other_cores == 0.0
 
 
 def test_the_demo_says_so_when_a_neighbour_kept_a_core_busy(tmp_path, capsys):

@@ -16,12 +16,13 @@ between, so a monitor costs a few dozen small file reads whatever the period):
   machine. `guest` is already inside `user`; `iowait` is idle time.
 - **Steal** is the time the hypervisor ran something else while one of these virtual CPUs
   wanted to run: other virtual machines. `steal_share` is its part of all the CPUs' time.
-- **Our CPU time** is this process's utime + stime (all its threads, living and ended) plus
-  cutime + cstime (the children it has waited for), and the same for every pid `own_pids()`
-  names at start or at stop — worker processes we started. A pid is sampled at start and
-  stop; one named only at stop (a worker started during the period) counts with all its CPU
-  time, as if it had started in the period; a pid reused by a new process (another start
-  time) is a new process; our own pid among `own_pids()` is not counted twice.
+- **Our CPU time** is this process's utime + stime (all its threads, living and ended, the
+  in-process other ones below too) plus cutime + cstime (the children it has waited for), and
+  the same for every pid `own_pids()` names at start or at stop — worker processes we started.
+  A pid is sampled at start and stop; one named only at stop (a worker started during the
+  period) counts with all its CPU time, as if it had started in the period; a pid reused by a
+  new process (another start time) is a new process; our own pid among `own_pids()` is not
+  counted twice.
 - **A child of ours that `own_pids()` does not name** is somebody else's work while it runs
   (a busy loop we started is a neighbour like any other).
 - **Processes that end in the period**: once waited for, a process's whole life — its CPU
@@ -32,6 +33,19 @@ between, so a monitor costs a few dozen small file reads whatever the period):
   it used in the period, named or not (a compiler we ran and waited for is ours). A process
   waited for by somebody else — a named grandchild whose parent is not ours and lives on —
   counts with nothing: what it used in the period cannot be read after it is gone.
+- **Threads of this process that are not the measurement** ("in-process other" work): an
+  OpenBLAS or OpenMP pool still spinning after a user's multi-threaded NumPy call (OpenBLAS's
+  busy-waits for about 0.1 s), a user's own Python threads, Numba's, a kernel's. Their CPU
+  time is inside ours above (same process), so `other_cores` cannot see them; they are read
+  per thread from /proc/<pid>/task/<tid>/stat (utime + stime) at start and at stop. The
+  measurement's threads are the one that started the monitor, every live Python thread whose
+  name starts with "parallelgraph-" (the pools' threads), and those `own_threads()` names,
+  each looked up at start and at stop (a pool started in the period is seen at stop).
+  `process_other_cores` is the rest's CPU time over the wall time: a thread that appeared in
+  the period counts with all its ticks, a thread that ended in the period counts with none
+  (its ticks are gone from the task list, so what it used is lost). A framework sweep's
+  workers are other processes named by `own_pids()`: their own pools are theirs, all ours,
+  and only the sweeping process's threads are read.
 - **Load averages** (/proc/loadavg, 1, 5 and 15 minutes) are kept for the record only: they
   count our own runnable threads too and lag by a minute, so they cannot say who was busy.
 
@@ -50,6 +64,7 @@ so does `busy_note(None)`: no sentence is better than a made-up one.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -68,6 +83,8 @@ BUSY_CORES = 0.25
 #: cloud VM shows well under 1%; 5% is a slow-down of that size on every run that needs all
 #: its cores, and it comes and goes with the neighbours.
 BUSY_STEAL = 0.05
+#: Python threads whose name starts with this are parallelgraph's own (the pools' threads).
+OWN_THREAD_PREFIX = "parallelgraph-"
 #: A period shorter than this is too short to tell: it holds under 25 clock ticks per CPU, so
 #: each tick charged to whoever happened to run at that instant is 0.04 core or more, and the
 #: handful that a few short-lived processes (a shell, a timer) cause reach BUSY_CORES.
@@ -84,6 +101,9 @@ class MachineLoad:
     `cores` are the CPUs this process may use; `own_cores` and `other_cores` the average number
     of them that our processes and everything else kept busy; `steal_share` the part of the
     CPU time a hypervisor gave to other machines; the load averages are (1, 5, 15) minutes.
+    `process_other_cores` is the average number of cores that threads of this process outside
+    the measurement kept busy (a BLAS pool still spinning, a user's thread): inside
+    `own_cores`, not in `other_cores`; threads that ended during the period are not in it.
     """
 
     wall_s: float
@@ -93,6 +113,7 @@ class MachineLoad:
     steal_share: float
     loadavg_start: tuple[float, float, float]
     loadavg_end: tuple[float, float, float]
+    process_other_cores: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -115,6 +136,8 @@ class _Sample:
     # at start)
     others: dict[int, _Process]  # at start: the living descendants of ours that are not ours;
     # at stop: the processes of the start sample that are still there and not ours
+    threads: dict[int, _Process]  # this process's threads (tid: utime + stime, start time)
+    own_threads: set[int]  # the tids of the measurement's threads (at stop: also the start's)
 
 
 def _read_cpus(proc: Path, cpus: set[int]) -> tuple[int, int, int]:
@@ -157,6 +180,41 @@ def _read_process(proc: Path, pid: int | str) -> _Process | None:
     rest = text[text.rindex(")") + 2 :].split()
     utime, stime, cutime, cstime = (int(value) for value in rest[11:15])
     return _Process(utime + stime + cutime + cstime, int(rest[1]), int(rest[19]))
+
+
+def _read_threads(proc: Path, pid: int) -> dict[int, _Process]:
+    """This process's living threads, each with its own utime + stime (a thread's stat has
+    no children's times: they are the process's); raises OSError where procfs has no task
+    list."""
+    threads = {}
+    for task in (proc / str(pid) / "task").iterdir():
+        try:
+            text = (task / "stat").read_text()
+        except OSError:  # a thread that ended meanwhile
+            continue
+        rest = text[text.rindex(")") + 2 :].split()
+        threads[int(task.name)] = _Process(int(rest[11]) + int(rest[12]), pid, int(rest[19]))
+    return threads
+
+
+def _named_threads() -> set[int]:
+    """The native ids of the living Python threads named "parallelgraph-..."."""
+    return {
+        t.native_id
+        for t in threading.enumerate()
+        if t.name.startswith(OWN_THREAD_PREFIX) and t.native_id is not None
+    }
+
+
+def dask_client_threads() -> list[int]:
+    """The native ids of a dask.distributed Client's threads in this process (its "IO loop",
+    which also runs a LocalCluster's scheduler, and its "Dask-..." pools): the work of a
+    measurement that runs on a Dask executor, for `LoadMonitor(own_threads=...)`."""
+    return [
+        t.native_id
+        for t in threading.enumerate()
+        if (t.name == "IO loop" or t.name.startswith("Dask-")) and t.native_id is not None
+    ]
 
 
 def _read_processes(proc: Path, pids: Iterable[int]) -> dict[int, _Process]:
@@ -215,14 +273,23 @@ class LoadMonitor:
 
     `own_pids` is called at start and at stop and names processes whose CPU time is ours
     (worker processes of an executor); this process, its threads and the children it waited
-    for are always ours. `proc` is where procfs is mounted. Not thread-safe: one period at a
-    time, started and stopped by one thread.
+    for are always ours. `own_threads`, called at start and at stop too, names (native ids)
+    threads of this process that work for the measurement besides the one that starts the
+    monitor and the "parallelgraph-..." ones (`dask_client_threads`); every other thread's
+    CPU time is `process_other_cores`. `proc` is where procfs is mounted. Not thread-safe: one
+    period at a time, started and stopped by one thread.
     """
 
     def __init__(
-        self, own_pids: Callable[[], Iterable[int]] | None = None, *, proc: str | Path = _PROC
+        self,
+        own_pids: Callable[[], Iterable[int]] | None = None,
+        *,
+        own_threads: Callable[[], Iterable[int]] | None = None,
+        proc: str | Path = _PROC,
     ) -> None:
         self._own_pids = own_pids
+        self._own_threads = own_threads
+        self._measuring: int | None = None  # the native id of the thread that started it
         self._proc = Path(proc)
         self._start: _Sample | None = None
         self._state = "new"  # then "running", then "stopped" (start() again: a new period)
@@ -237,6 +304,11 @@ class LoadMonitor:
         if previous is not None:
             named |= previous.ours.keys()
         named.discard(me)
+        own_threads = _named_threads() | {self._measuring or threading.get_native_id()}
+        if self._own_threads is not None:
+            own_threads |= {int(tid) for tid in self._own_threads()}
+        if previous is not None:
+            own_threads |= previous.own_threads
         try:
             busy, steal, total = _read_cpus(self._proc, _affinity())
             at = time.monotonic()
@@ -250,12 +322,14 @@ class LoadMonitor:
             else:
                 seen = (previous.ours.keys() | previous.others.keys()) - ours.keys()
                 others = _read_processes(self._proc, seen)
+            threads = _read_threads(self._proc, me)
         except (OSError, ValueError, IndexError):  # no procfs, or one we cannot read
             return None
-        return _Sample(at, busy, steal, total, loadavg, ours, others)
+        return _Sample(at, busy, steal, total, loadavg, ours, others, threads, own_threads)
 
     def start(self) -> LoadMonitor:
         """Take the first sample; returns the monitor."""
+        self._measuring = threading.get_native_id()
         self._start = self._sample()
         self._state = "running"
         self.load = None
@@ -308,6 +382,19 @@ def _own_ticks(start: _Sample, end: _Sample) -> int:
     return max(0, ticks)
 
 
+def _process_other_ticks(start: _Sample, end: _Sample) -> int:
+    """Clock ticks the threads of this process outside the measurement used between the
+    samples: those living at stop (all of a new one's); the ended ones are lost."""
+    ticks = 0
+    for tid, now in end.threads.items():
+        if tid in end.own_threads:
+            continue
+        before = start.threads.get(tid)
+        same = before is not None and before.started == now.started
+        ticks += max(0, now.ticks - before.ticks) if same and before is not None else now.ticks
+    return ticks
+
+
 def _compare(start: _Sample, end: _Sample, cores: int) -> MachineLoad:
     wall_s = end.at - start.at
     hertz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -323,6 +410,7 @@ def _compare(start: _Sample, end: _Sample, cores: int) -> MachineLoad:
         steal_share=(end.steal - start.steal) / total if total > 0 else 0.0,
         loadavg_start=start.loadavg,
         loadavg_end=end.loadavg,
+        process_other_cores=_process_other_ticks(start, end) / per_second if per_second else 0.0,
     )
 
 
@@ -338,9 +426,11 @@ def busy_note(load: MachineLoad | None, threads_used: int | None = None) -> str 
     Busy means other processes kept at least BUSY_CORES cores busy on average beyond the cores
     the runs left free (`cores - threads_used`, when `threads_used` says how many threads the
     runs kept running at most: what runs on a core they did not use takes nothing from them),
-    or a hypervisor withheld at least BUSY_STEAL of the CPU time. The free cores are counted
-    generously: a neighbour on them still shares memory bandwidth, caches and, with SMT, the
-    physical core, which this rule does not see.
+    or a hypervisor withheld at least BUSY_STEAL of the CPU time, or threads of this process
+    outside the measurement (`process_other_cores`: a BLAS pool still spinning after a NumPy
+    call, a user's thread) kept as many cores busy as other processes must. The free cores are
+    counted generously: a neighbour on them still shares memory bandwidth, caches and, with
+    SMT, the physical core, which this rule does not see.
     """
     if threads_used is not None and threads_used < 1:
         raise ValueError(f"threads_used must be at least 1, got {threads_used}")
@@ -349,7 +439,8 @@ def busy_note(load: MachineLoad | None, threads_used: int | None = None) -> str 
     free = max(0, load.cores - threads_used) if threads_used is not None else 0
     crowded = load.other_cores >= BUSY_CORES + free
     stolen = load.steal_share >= BUSY_STEAL
-    if not (crowded or stolen):
+    spinning = load.process_other_cores >= BUSY_CORES + free
+    if not (crowded or stolen or spinning):
         return None
     parts = []
     if crowded:
@@ -362,7 +453,16 @@ def busy_note(load: MachineLoad | None, threads_used: int | None = None) -> str 
         parts.append(
             f"the hypervisor gave {load.steal_share:.0%} of the CPU time to other machines (steal)"
         )
-    return (
-        f"{' and '.join(parts)} during these runs: the speed-up is not reliable; "
-        "rerun on a quiet machine or with more repeats"
-    )
+    if spinning:
+        parts.append(
+            "threads of this process outside parallelgraph (a BLAS library's own pool, say, "
+            f"still spinning after a NumPy call) used {_cores_text(load.process_other_cores)} "
+            f"core{'s' if load.process_other_cores != 1 else ''}"
+        )
+    advice = "rerun on a quiet machine or with more repeats"
+    if spinning:
+        advice += (
+            " (and let this process's other threads finish first, or hold NumPy's BLAS to one "
+            "thread: threadpoolctl.threadpool_limits(1))"
+        )
+    return f"{' and '.join(parts)} during these runs: the speed-up is not reliable; {advice}"

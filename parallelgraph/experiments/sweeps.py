@@ -52,7 +52,7 @@ from ..graph import Graph
 from ..session import Session
 from ..trace.model import Trace
 from . import stats
-from .machine_load import LoadMonitor, MachineLoad, busy_note
+from .machine_load import LoadMonitor, MachineLoad, busy_note, dask_client_threads
 from .measure import Planned, median_trace, run_schedule
 
 SHORT_NAMES = {"inter": "inter_op_threads", "intra": "intra_op_threads"}
@@ -478,7 +478,7 @@ def sweep(
             result.noise = _noise_check(sessions[base_index], repeats, precision)
             if result.noise.get("warning"):
                 warnings.warn(result.noise["warning"], RuntimeWarning, stacklevel=2)
-        with LoadMonitor() as monitor:
+        with LoadMonitor(own_threads=dask_client_threads) as monitor:  # a dask cell's Client
             result.complete = _measure_rounds(sessions, result, repeats, seed, progress)
         result.machine = monitor.load
     finally:

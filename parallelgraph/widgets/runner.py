@@ -30,7 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..experiments.machine_load import LoadMonitor, MachineLoad, busy_note
+from ..experiments.machine_load import (
+    LoadMonitor,
+    MachineLoad,
+    busy_note,
+    dask_client_threads,
+)
 from ..experiments.measure import Measurement, Planned, Progress, StopSignal, run_schedule
 from ..plan_notes import soft_placement_warning
 from ..session import Session
@@ -201,7 +206,13 @@ class Runner:
             if trace is not None and on_repeat is not None:
                 on_repeat(trace, len(traces), repeats, wall_ms)
 
-        with LoadMonitor(own_pids=lambda: viewer.worker_pids(session)) as monitor:
+        # a Dask executor's Client threads (its IO loop runs a LocalCluster's scheduler) work
+        # for the runs: not "threads of this process outside parallelgraph"
+        dask = getattr(getattr(session, "_executor", None), "client", None) is not None
+        with LoadMonitor(
+            own_pids=lambda: viewer.worker_pids(session),
+            own_threads=dask_client_threads if dask else None,
+        ) as monitor:
             ending = run_schedule(schedule, keep, stop, keep_interrupted=True)
         measured = Measurement(tuple(traces), tuple(walls), tuple(warm), ending)
         self._warm = self._warm or bool(measured.warmup_ms or measured.traces)
