@@ -6,10 +6,22 @@ numbers, without explain (or trace analysis) importing the planner and with it t
 
 from __future__ import annotations
 
-#: A CPU step estimated under this is inexpensive: the worker that makes it ready runs it, and
-#: no other worker is woken for it (as TensorFlow's executor runs inexpensive ops inline). An
-#: op that small is mostly Python, which holds the GIL: a second thread cannot run it at the
-#: same time, and waking one costs more than the op (benchmarks/RESULTS.md, tiny ops).
+from . import calibration
+
+#: The least a CPU step must be estimated at to be worth handing to another worker; the bar
+#: itself is `inexpensive_ns()`, the measured hand-off cost when that is higher. An op below it
+#: is mostly Python, which holds the GIL: a second thread cannot run it at the same time, and
+#: waking one costs more than the op (benchmarks/RESULTS.md, tiny ops).
 INEXPENSIVE_NS = 20_000
 
-__all__ = ["INEXPENSIVE_NS"]
+__all__ = ["INEXPENSIVE_NS", "inexpensive_ns"]
+
+
+def inexpensive_ns() -> int:
+    """A CPU step estimated under this is inexpensive: the worker that makes it ready runs it,
+    and no other worker is woken for it (as TensorFlow's executor runs inexpensive ops inline).
+    It is what handing an op to another thread costs here (`calibration.handoff_ns`, measured
+    once per process), and at least `INEXPENSIVE_NS`; 0 inside that measurement itself."""
+    if calibration.calibrating():
+        return 0
+    return max(INEXPENSIVE_NS, calibration.handoff_ns())

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import Config
-from .costs import INEXPENSIVE_NS
+from .costs import inexpensive_ns
 from .devices import CPU0, Device
 from .errors import GraphError, describe
 from .executors.registry import executor_spec
@@ -115,16 +115,20 @@ class Plan:
         only contends for the GIL with the one launching, which on a GPU-only graph measurably
         delays the launches: benchmarks/RESULTS.md, GPU streams); and never more than
         `max_concurrent_steps`, so a chain runs on one thread whatever `inter_op_threads` is;
-        and one when every CPU step is inexpensive (`INEXPENSIVE_NS`)."""
+        and one when every CPU step is inexpensive (`inexpensive_ns`)."""
+        if threads <= 1:
+            return 1
         cpu = self.cpu_steps if any(self.expensive) else min(self.cpu_steps, 1)
         workers = min(cpu + (1 if self.uses_gpu else 0), self.max_concurrent_steps)
         return max(1, min(threads, workers))
 
     @functools.cached_property
     def expensive(self) -> tuple[bool, ...]:
-        """expensive[i]: whether CPU step i is worth waking a worker for (`INEXPENSIVE_NS`)."""
+        """expensive[i]: whether CPU step i is worth waking a worker for (`inexpensive_ns`:
+        the hand-off cost measured on this machine; timing only, never results)."""
+        bar = inexpensive_ns()
         return tuple(
-            not step.on_gpu and estimated_ns(step.definition, step.cost) >= INEXPENSIVE_NS
+            not step.on_gpu and estimated_ns(step.definition, step.cost) >= bar
             for step in self.steps
         )
 

@@ -70,7 +70,9 @@ class Run:
         self.execute = execute
         self.pending = list(plan.initial_pending)
         self.priority = plan.priority
-        self.expensive = plan.expensive
+        # Read by the many-worker loop only: a lone worker never asks (nor measures the
+        # hand-off cost that decides it: costs.inexpensive_ns).
+        self.expensive = plan.expensive if workers != 1 else ()
         self.ready = [self.priority[i] for i in plan.initial_ready]
         heapq.heapify(self.ready)
         self.uses = list(plan.slot_uses)

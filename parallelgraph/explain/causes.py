@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..costs import INEXPENSIVE_NS
+from ..costs import inexpensive_ns
 from ..devices import DeviceKind, device_kind
 from ..executors.registry import find_executor
 from ..plan_notes import NoteKind, plan_notes
@@ -310,8 +310,9 @@ def _too_short(context: Context, a: Branch, b: Branch) -> Found:
         detail = (
             f"Cause: ops too short — their median duration is {median / 1e3:.1f} us, less "
             f"than waking another thread costs: of the {inter} inter-op threads, parallelgraph "
-            f"ran them all on one (ops it estimates under {INEXPENSIVE_NS / 1e3:.0f} us run on "
-            "the thread that made them ready, as TensorFlow runs inexpensive ops inline; they "
+            f"ran them all on one (ops it estimates under {inexpensive_ns() / 1e3:.0f} us, what "
+            "handing one to another thread costs on this machine, run on the thread that made "
+            "them ready, as TensorFlow runs inexpensive ops inline; they "
             "are mostly Python, which a second thread could not run at the same time)."
         )
     elif short:

@@ -1,0 +1,65 @@
+"""Issue 24, item 4: the hand-off cost is measured on the machine (once per process) and decides
+which ops are worth another inter-op worker; it changes schedules, never results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import parallelgraph as pg
+from parallelgraph import calibration, costs
+from parallelgraph.experiments.presets import random_dag
+
+
+def test_the_handoff_is_measured_by_running_parallelgraph_itself():
+    measured = calibration.measure_handoff_ns(runs=6)
+    # Waking a thread, taking the scheduler's lock and the GIL: microseconds to a fraction of a
+    # millisecond on any machine that can run the suite (capped so a starved sample cannot
+    # put every op on one thread for good).
+    assert 1_000 < measured <= calibration.MAX_HANDOFF_NS
+    assert not calibration.calibrating()  # the flag is down again after the measurement
+
+
+def test_the_pin_is_honoured_and_a_bad_one_is_refused(monkeypatch):
+    calibration.handoff_ns.cache_clear()
+    try:
+        monkeypatch.setenv(calibration.ENVIRONMENT_VARIABLE, "35")
+        assert calibration.handoff_ns() == 35_000 and costs.inexpensive_ns() == 35_000
+        calibration.handoff_ns.cache_clear()
+        monkeypatch.setenv(calibration.ENVIRONMENT_VARIABLE, "5")
+        assert costs.inexpensive_ns() == costs.INEXPENSIVE_NS  # never below the floor
+        calibration.handoff_ns.cache_clear()
+        monkeypatch.setenv(calibration.ENVIRONMENT_VARIABLE, "fast")
+        with pytest.raises(ValueError, match=r"PARALLELGRAPH_HANDOFF_US='fast'.*microseconds"):
+            calibration.handoff_ns()
+    finally:
+        calibration.handoff_ns.cache_clear()
+
+
+@pytest.mark.parametrize("handoff_us, workers", [(20, 2), (60, 1)])
+def test_ops_cheaper_than_a_handoff_stay_on_one_worker_with_the_same_bits(
+    monkeypatch, handoff_us, workers
+):
+    """The random DAG at small: its largest ops are estimated at ~28 us. Where a hand-off costs
+    20 us they are worth a second worker; where it costs 60 us (as measured on a 2-core VM) the
+    whole graph runs on one, and gives the bits it gives on one thread."""
+    monkeypatch.setattr(calibration, "handoff_ns", lambda: handoff_us * 1000)
+    preset = random_dag("small")
+    with pg.Session(preset.graph, pg.Config(inter_op_threads=1)) as one:
+        expected = one.run(preset.fetch)
+    with pg.Session(preset.graph, pg.Config(inter_op_threads=2)) as sess:
+        plan = sess.plan_for(preset.fetch)
+        assert plan.useful_workers(2) == workers
+        value, trace = sess.run(preset.fetch, trace=True)
+    assert np.array_equal(value, expected)
+    assert len({e.lane for e in trace.ops()}) <= workers
+
+
+def test_explain_words_the_bar_it_used(monkeypatch):
+    monkeypatch.setattr(calibration, "handoff_ns", lambda: 60_000)
+    preset = random_dag("small")
+    with pg.Session(preset.graph, pg.Config(inter_op_threads=2)) as sess:
+        sess.run(preset.fetch)
+        _, trace = sess.run(preset.fetch, trace=True)
+    text = str(trace.explain())
+    assert "under 60 us, what handing one to another thread costs on this machine" in text
