@@ -236,7 +236,14 @@ def scaling_table(repeats: int) -> str:
 
 def matmul_session_table(repeats: int) -> str:
     """GFLOP/s of one float32 matmul run through a Session (its shards on the intra-op pool)
-    against numpy/OpenBLAS limited to the same number of threads."""
+    against numpy/OpenBLAS limited to the same number of threads, alternated round by round.
+
+    *calls*: the kernel calls a traced run made (the plan's shards stay the same; where fewer
+    threads take part than there are shards, each thread's run of shards is one call when the
+    kernel gives the same bits that way: `executors.step._pieces`). After each numpy call the
+    round pauses 0.2 s before timing the sessions: OpenBLAS's own threads spin ~0.1 s after a
+    multi-threaded call and would steal a core.
+    """
     from threadpoolctl import threadpool_limits
 
     rows = []
@@ -248,7 +255,7 @@ def matmul_session_table(repeats: int) -> str:
         with g.as_default():
             a = pg.placeholder((n, n), name="a")
             product = pg.matmul(a, pg.constant(b_value))
-        flops = 2 * n**3
+        flops, feed = 2 * n**3, {a: a_value}
         for threads in (1, 2):
             sessions = {
                 kernel: pg.Session(
@@ -256,21 +263,28 @@ def matmul_session_table(repeats: int) -> str:
                 )
                 for kernel in ("blas", "numba")
             }
-            shards = len(sessions["blas"].plan_for(product, {a: a_value}).steps[0].shards)
-
-            def numpy_matmul(threads=threads, a_value=a_value, b_value=b_value):
-                with threadpool_limits(threads, user_api="blas"):
-                    return a_value @ b_value
-
-            # numpy first and alone: OpenBLAS's own threads spin for ~0.1 s after a
-            # multi-threaded call and would steal a core from interleaved cases.
-            times = interleaved({"numpy": numpy_matmul}, repeats, warmup=2)
-            time.sleep(0.5)
-            cases = {
-                kernel: (lambda s=sess, f=product, d={a: a_value}: s.run(f, d))
+            shards = len(sessions["blas"].plan_for(product, feed).steps[0].shards)
+            calls = {
+                kernel: sum(1 for e in sess.run(product, feed, trace=True)[1].events
+                            if e.kind == "shard") or 1
                 for kernel, sess in sessions.items()
-            }
-            times.update(interleaved(cases, repeats, warmup=2))
+            }  # fmt: skip
+            calls["numpy"] = 1
+            times: dict[str, list[float]] = {"numpy": [], **{k: [] for k in sessions}}
+            for round_ in range(repeats + 2):  # the first 2 rounds warm up
+                with threadpool_limits(threads, user_api="blas"):
+                    start = time.perf_counter()
+                    a_value @ b_value
+                    took = time.perf_counter() - start
+                time.sleep(0.2)
+                timed = {"numpy": took}
+                for kernel, sess in sessions.items():
+                    start = time.perf_counter()
+                    sess.run(product, feed)
+                    timed[kernel] = time.perf_counter() - start
+                if round_ >= 2:
+                    for name, value in timed.items():
+                        times[name].append(value)
             numpy_rate = flops / median(times["numpy"]) / 1e9
             for name, values in times.items():
                 rate = flops / median(values) / 1e9
@@ -279,6 +293,7 @@ def matmul_session_table(repeats: int) -> str:
                         n,
                         threads,
                         shards,
+                        calls[name],
                         name,
                         f"{rate:.1f}",
                         spread(values),
@@ -287,7 +302,8 @@ def matmul_session_table(repeats: int) -> str:
                 )
             for sess in sessions.values():
                 sess.close()
-    return table(["n", "intra-op threads", "shards", "kernel", "GFLOP/s", "IQR", "vs numpy"], rows)
+    header = ["n", "intra-op threads", "shards", "calls", "kernel", "GFLOP/s", "IQR", "vs numpy"]
+    return table(header, rows)
 
 
 def python_loop_ms() -> float:
@@ -354,8 +370,22 @@ def main() -> None:
         help="only the tiny-op cost (traced) in N fresh processes, one row each",
     )
     parser.add_argument("--tiny-here", type=int, metavar="REPEATS", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--matmul", action="store_true", help="only the matmul-through-a-Session table"
+    )
     args = parser.parse_args()
     repeats = 5 if args.quick else 15
+    if args.matmul:
+        from threadpoolctl import threadpool_info
+
+        blas = [
+            f"{i.get('internal_api')} {i.get('version')} kernel {i.get('architecture')}"
+            for i in threadpool_info()
+            if i.get("user_api") == "blas"
+        ]
+        print(f"cores: {os.cpu_count()}, numpy {np.__version__}, BLAS: {'; '.join(blas)}")
+        print(matmul_session_table(repeats))
+        return
     if args.tiny_here:
         import json
 
