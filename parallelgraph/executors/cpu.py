@@ -55,7 +55,12 @@ class ThreadsExecutor:
             raise RuntimeError("this executor is closed")
 
         lanes, config, intra, budget = self._lane_names, self.config, self._intra, self.budget
-        counting = self.intra_op_threads > 1  # the budget only decides offers to helpers
+        workers = plan.useful_workers(self.inter_op_threads)
+        # The budget only decides offers to helpers: with none, nothing is counted. A lone
+        # worker is counted once for the whole run (below), not around each op: on a chain of
+        # tiny ops two locked updates an op were a quarter of its cost at intra-op 2.
+        counting = self.intra_op_threads > 1 and workers > 1
+        counted_for_the_run = self.intra_op_threads > 1 and workers == 1
         gpu = self._gpu_for(plan)
         if gpu is not None and record is None and gpu.replay(plan, values):
             return Run.replayed(plan, values)  # one CUDA graph launch (Config.cuda_graph)
@@ -80,15 +85,18 @@ class ThreadsExecutor:
                 if entered:
                     budget.leave()
 
-        workers = plan.useful_workers(self.inter_op_threads)
         run = Run(plan, values, execute, workers)
         if gpu is not None:
             gpu.begin_run(plan)
         # BLAS_LIMIT is process-wide and reference counted: other sessions may run meanwhile.
         # hold() inside the try and an idempotent release() in the finally: an interrupt
         # anywhere between them cannot leave the limit held (see executors.blas_threads).
+        entered = False
         try:
             BLAS_LIMIT.hold(run)
+            if counted_for_the_run:
+                budget.enter()
+                entered = True
             self._inter.run(run.work, workers)
             if gpu is not None and run.failure is None:
                 for slot in plan.fetch_slots:
@@ -97,6 +105,8 @@ class ThreadsExecutor:
             run.abort(interrupt)  # idempotent; returns once no pool thread runs a step
             raise
         finally:
+            if entered:
+                budget.leave()
             BLAS_LIMIT.release(run)
             if gpu is not None:
                 gpu.end_run(plan, record)
