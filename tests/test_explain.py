@@ -96,14 +96,32 @@ def test_inexpensive_ops_on_one_thread_are_said_to_be_our_choice():
     assert "as TensorFlow runs inexpensive ops inline" in str(report)
 
 
-def test_cause_ops_finished_before_a_second_worker_woke_up():
+def test_cause_ops_finished_before_a_second_worker_woke_up(monkeypatch):
+    """Ops shorter than a hand-off all ran on one of two workers: too short to be worth the
+    other one. The hand-off is the one measured on the machine (here made 400 us)."""
+    from parallelgraph import calibration
+
+    monkeypatch.setattr(calibration, "handoff_ns", lambda: 400_000)
     trace = Trace(
         (op("net1/a", "inter-op/0", 0, 300_000), op("net2/a", "inter-op/0", 300_000, 600_000)),
         config(2),
     )
     report = explain(trace)
     assert report.pairs[0].cause == "ops too short"
-    assert "before another worker thread had woken up" in str(report)
+    assert "before another worker thread could have taken the next one" in str(report)
+    assert "(a hand-off costs 400 us on this machine)" in str(report)
+
+
+def test_ops_far_longer_than_a_handoff_on_one_of_two_workers_are_not_called_too_short():
+    """Two independent 300 us ops on one of two workers: a hand-off (20 us, as the tests pin it)
+    would have let the other worker take one, so "too short" would contradict the measured
+    hand-off; a hand-made trace says nothing more, so the cause is not determined (a fixed 1 ms
+    bar once called such ops too short)."""
+    trace = Trace(
+        (op("net1/a", "inter-op/0", 0, 300_000), op("net2/a", "inter-op/0", 300_000, 600_000)),
+        config(2),
+    )
+    assert explain(trace).pairs[0].cause != "ops too short"
 
 
 def test_cause_soft_placement():

@@ -48,7 +48,9 @@ SHORT_OP_NS = 50_000
 LATENCY_NS = 1_000_000
 
 
-#: Ops shorter than this can all finish on one thread before a second one wakes up.
+#: Kept for readers of the old name: what explain() now compares with is the hand-off cost
+#: measured on this machine (`costs.inexpensive_ns`, ~50-80 us on a 2-core VM). A fixed 1 ms
+#: called ops of 0.85 ms "too short" to wait for a second worker that wakes in 0.08 ms.
 WAKE_UP_NS = 1_000_000
 
 
@@ -321,11 +323,12 @@ def _too_short(context: Context, a: Branch, b: Branch) -> Found:
             "what handing an op to another thread costs; the workers spent their time "
             "dispatching, not computing."
         )
-    elif one_lane and median < WAKE_UP_NS:
+    elif one_lane and median < (handoff := inexpensive_ns()):
         detail = (
             f"Cause: ops too short — {inter} inter-op threads were available, but every op ran "
             f"on {ops[0].lane}: each (median {median / 1e3:.0f} us) finished before another "
-            "worker thread had woken up to take the next one."
+            f"worker thread could have taken the next one (a hand-off costs "
+            f"{handoff / 1e3:.0f} us on this machine)."
         )
     else:
         return None
