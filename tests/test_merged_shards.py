@@ -11,6 +11,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import parallelgraph as pg
 from parallelgraph import plan as plan_module
@@ -218,3 +220,56 @@ def test_an_op_on_an_oversubscribed_machine_offers_no_helper_and_still_finishes(
         for _ in range(3):
             budget.leave()
         pool.close()
+
+
+@pytest.mark.timeout(240)
+@settings(
+    max_examples=60,
+    deadline=None,
+    # many_shards only sets the same planner constants for every example
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    m=st.integers(1, 200),
+    k=st.integers(1, 96),
+    n=st.integers(1, 96),
+    takers=st.integers(1, 5),
+    kernel=st.sampled_from(["blas", "numba"]),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    epilogue=st.sampled_from(["none", "add", "tanh", "relu"]),
+)
+def test_random_shapes_and_takers_give_the_bits_of_one_call_per_shard(
+    many_shards, m, k, n, takers, kernel, dtype, epilogue
+):
+    """Generated cases whose right answer is known by construction: whatever the shapes, the
+    number of taking threads and the kernel, the pieces `_pieces` makes (merged where the op's
+    kernel says so, BLAS by its probe) fill the output with the bits of one call per shard."""
+    rng = np.random.default_rng(m * 10007 + k * 101 + n)
+    g = pg.Graph()
+    with g.as_default():
+        a = pg.constant(rng.standard_normal((m, k)).astype(dtype))
+        b = pg.constant(rng.standard_normal((k, n)).astype(dtype))
+        out = pg.matmul(a, b)
+        if epilogue == "add":
+            out = pg.add(out, pg.constant(rng.standard_normal(n).astype(dtype)))
+        elif epilogue != "none":
+            out = getattr(pg, epilogue)(out)
+    config = pg.Config(matmul_kernel=kernel)
+
+    def value_of(tensor):  # the ground truth, every op one call per shard
+        if tensor.op.type == "constant":
+            return tensor.op.attrs["value"]
+        return per_shard(tensor.op, [value_of(t) for t in tensor.op.inputs], config)[0]
+
+    for tensor in (out, *((out.op.inputs[0],) if epilogue != "none" else ())):
+        op = tensor.op
+        definition = opdef(op.type)
+        args = [value_of(t) for t in op.inputs]
+        expected, shards = per_shard(op, args, config)
+        work = definition.prepare(op, args, len(shards), config)
+        pieces, _ = _pieces(definition, op, work, shards, takers)
+        covered = [row for _, start, stop in pieces for row in range(start, stop)]
+        assert covered == list(range(definition.rows(op)))  # every row once, in order
+        for piece in pieces:
+            definition.compute(op, work, *piece)
+        assert np.array_equal(bits(definition.finish(op, work)), bits(expected))
