@@ -121,7 +121,12 @@ def test_ops_far_longer_than_a_handoff_on_one_of_two_workers_are_not_called_too_
         (op("net1/a", "inter-op/0", 0, 300_000), op("net2/a", "inter-op/0", 300_000, 600_000)),
         config(2),
     )
-    assert explain(trace).pairs[0].cause != "ops too short"
+    report = explain(trace)
+    assert report.pairs[0].cause != "ops too short"
+    # The idle thread is the one that has no lane at all; the lane that ran both ops was never
+    # idle, so it is not listed as idle ("idle: inter-op/0 0%" once contradicted itself).
+    assert "(1 of the 2 inter-op threads ran no op at all)" in str(report)
+    assert "inter-op/0 0%" not in str(report)
 
 
 def test_cause_soft_placement():

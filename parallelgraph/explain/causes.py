@@ -127,17 +127,29 @@ def pair_report(context: Context, a: Branch, b: Branch) -> PairReport:
         if found is not None:
             return PairReport(a.label, b.label, overlap, *found)
     evidence = _undetermined(context, a, b)
-    idle = ", ".join(f"{lane} {share:.0%}" for lane, share in evidence.idle_share[:3])
     return PairReport(
         a.label,
         b.label,
         overlap,
         Cause.NOT_DETERMINED,
         "Cause not determined from this trace: no dependency between them was traced, and "
-        f"threads sat idle while they ran (idle: {idle or 'none measured'}). To settle it, "
+        f"threads sat idle while they ran ({_idle_text(context, evidence)}). To settle it, "
         f"{evidence.experiment}",
         evidence,
     )
+
+
+def _idle_text(context: Context, evidence: Undetermined) -> str:
+    """Which threads were idle, in numbers that say so: lanes idle for at least 1% of the
+    pair's window, and the configured inter-op threads that have no lane at all (they ran no
+    op; a lane 0% idle is not listed as idle)."""
+    idle = [f"{lane} {share:.0%}" for lane, share in evidence.idle_share if share >= 0.01]
+    parts = [f"idle: {', '.join(idle[:3])}"] if idle else []
+    inter = context.config.inter_op_threads
+    lanes = len(analysis.worker_lanes(context.trace))
+    if context.trace.source == "parallelgraph" and inter is not None and inter > lanes:
+        parts.append(f"{inter - lanes} of the {inter} inter-op threads ran no op at all")
+    return "; ".join(parts) or "idle: none measured"
 
 
 def _undetermined(context: Context, a: Branch, b: Branch) -> Undetermined:
