@@ -324,8 +324,8 @@ def _too_short(context: Context, a: Branch, b: Branch) -> Found:
         detail = (
             f"Cause: ops too short — their median duration is {median / 1e3:.1f} us, less "
             f"than waking another thread costs: of the {inter} inter-op threads, parallelgraph "
-            f"ran them all on one (ops it estimates under {inexpensive_ns() / 1e3:.0f} us, what "
-            "handing one to another thread costs on this machine, run on the thread that made "
+            f"ran them all on one (ops it estimates under {inexpensive_ns() / 1e3:.0f} us, about "
+            "what handing one to another thread costs on this machine, run on the thread that made "
             "them ready, as TensorFlow runs inexpensive ops inline; they "
             "are mostly Python, which a second thread could not run at the same time)."
         )
@@ -339,7 +339,7 @@ def _too_short(context: Context, a: Branch, b: Branch) -> Found:
         detail = (
             f"Cause: ops too short — {inter} inter-op threads were available, but every op ran "
             f"on {ops[0].lane}: each (median {median / 1e3:.0f} us) finished before another "
-            f"worker thread could have taken the next one (a hand-off costs "
+            f"worker thread could have taken the next one (a hand-off costs about "
             f"{handoff / 1e3:.0f} us on this machine)."
         )
     else:

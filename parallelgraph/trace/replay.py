@@ -15,7 +15,10 @@ sharded op — and replays them with the threads executor's own rules:
   tool's that oversubscribes still pays it);
 - a thread that was asleep (an idle inter-op worker given a ready op, an intra-op helper given
   a job) starts `WAKE_UP_NS` later; the worker that just finished an op goes straight on to the
-  next ready one, as the real loop does.
+  next ready one, as the real loop does; and, in parallelgraph's own traces, no sleeping worker
+  is woken for an op cheaper than a hand-off on this machine (`costs.inexpensive_ns`), which
+  our executor leaves to the worker that made it ready (another producer's executor inlines
+  ops by rules a trace does not show).
 
 The replay is a small discrete-event simulation of work amounts: durations are converted to
 "single-core work" using the contention under which they were measured (so a trace measured at
@@ -52,6 +55,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from ..config import Config, cpu_count
+from ..costs import inexpensive_ns
 from .analysis import computing_pieces, outermost_inputs
 from .cycles import require_acyclic
 from .lanes import LaneKind, parse_lane
@@ -185,9 +189,18 @@ def dispatch_overhead(trace: Trace) -> float:
 class Replay:
     """The discrete-event replay (see the module docstring)."""
 
-    def __init__(self, ops: list[OpModel], inter: int, intra: int, cores: int, overhead: float):
+    def __init__(
+        self,
+        ops: list[OpModel],
+        inter: int,
+        intra: int,
+        cores: int,
+        overhead: float,
+        inexpensive_ns: float = 0.0,
+    ):
         self.ops = {op.event.name: op for op in ops}
         self.inter, self.intra, self.cores, self.overhead = inter, intra, cores, overhead
+        self.inexpensive_ns = inexpensive_ns
         self.waiting = {op.event.name: {i for i in op.inputs if i in self.ops} for op in ops}
         self.consumers: dict[str, list[str]] = {}
         for op in ops:
@@ -236,10 +249,19 @@ class Replay:
 
     def _dispatch(self) -> None:
         """Give ready ops to free workers, lowest order first; the worker that just finished an
-        op takes the first one at once, sleeping workers after a wake-up."""
+        op takes the first one at once, sleeping workers after a wake-up. No sleeping worker is
+        woken for an inexpensive op (single-core work under `inexpensive_ns`) while some thread
+        computes: the one that finishes takes it, as the executor leaves inexpensive ops to
+        the worker that made them ready (`Plan.expensive`; measured work stands in for the
+        planner's estimate, which a trace does not carry)."""
+        deferred = []
         while self.ready and self.free_workers:
-            _, name = heapq.heappop(self.ready)
+            order, name = heapq.heappop(self.ready)
             hot = [lane for lane in self.free_workers if lane in self.hot_workers]
+            op = self.ops[name]
+            if not hot and self.running and self._inexpensive(op):
+                deferred.append((order, name))
+                continue
             lane = hot[0] if hot else self.free_workers[0]
             self.free_workers.remove(lane)
             start = self.now if lane in self.hot_workers else self.now + WAKE_UP_NS
@@ -248,7 +270,12 @@ class Replay:
             self.op_start[name], self.op_lane[name] = start, lane
             work = max(op.serial_work + self.overhead, 1.0)
             self.running.append(Piece(op, lane, None, work, start))
+        for item in deferred:
+            heapq.heappush(self.ready, item)
         self.hot_workers.clear()  # a worker left without work goes to sleep
+
+    def _inexpensive(self, op: OpModel) -> bool:
+        return op.serial_work + sum(op.shard_work) < self.inexpensive_ns
 
     def _start_shards(self, op: OpModel, lane: str) -> None:
         name = op.event.name
@@ -498,7 +525,13 @@ def simulate(trace: Trace, config: Config | None = None, cores: int | None = Non
         ops = model_ops(trace, measured_cores)
         require_acyclic(ops)  # an op that waits for itself has no place in any schedule
         replay = Replay(
-            ops, config.inter_op_threads, config.intra_op_threads, cores, dispatch_overhead(trace)
+            ops,
+            config.inter_op_threads,
+            config.intra_op_threads,
+            cores,
+            dispatch_overhead(trace),
+            # our executor's rule; another producer's executor inlines by its own, unknown here
+            inexpensive_ns() if trace.source == "parallelgraph" else 0.0,
         )
         events = replay.run()
         events.extend(carried_along(trace, events))
