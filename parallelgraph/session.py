@@ -304,9 +304,16 @@ class Session:
                 "names), in a list, tuple or dict"
             )
         if fetch.graph is not self.graph:
+            same_name = fetch.graph.name == self.graph.name
             raise GraphError(
                 f"fetch {fetch.name!r} belongs to graph {fetch.graph.name!r}, but this session "
                 f"runs graph {self.graph.name!r}"
+                + (
+                    " (another graph of the same name: a graph built twice is two graphs; "
+                    "fetch a tensor of the session's own graph)"
+                    if same_name
+                    else ""
+                )
             )
         return fetch.op
 

@@ -570,6 +570,9 @@ def test_session_misuse_is_one_clear_error():
     try:
         with pytest.raises(pg.GraphError, match=r"belongs to graph 'hunt', but this session"):
             session.run(y_other, feed_dict={x: ONES})
+        # The two graphs have one name: the message says they are still two graphs.
+        with pytest.raises(pg.GraphError, match=r"another graph of the same name"):
+            session.run(y_other, feed_dict={x: ONES})
         for fetch, message in [(None, "cannot fetch None"), (5, "cannot fetch 5"), ({y}, r"set")]:
             with pytest.raises(pg.GraphError, match=message):
                 session.run(fetch, feed_dict={x: ONES})
