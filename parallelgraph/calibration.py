@@ -16,8 +16,8 @@ decides which thread runs a step and whether a sleeping worker is notified.
 How: parallelgraph itself runs a small fan-out graph (one add releasing four, summed) at two
 inter-op workers, with every op counted as worth a hand-off, traced, in 3 rounds of 6 runs; the
 hand-off is the median time from a producer's end to the start of a consumer on another lane,
-the least of the rounds' medians. So what is
-measured is what a run pays: the wake-up, the scheduler's lock, the GIL and the dispatch. It
+the least of the rounds' medians. So what is measured is what a run pays: the wake-up, the
+scheduler's lock, the GIL and the dispatch. It
 takes ~10-20 ms, once per process, when the first plan that could use two inter-op workers
 asks. A thread wake-up alone (`Condition.notify` to running) measured ~19 us on that machine:
 less than half. Not kept on disk: a number measured under another day's load would steer
@@ -60,6 +60,7 @@ def measure_handoff_ns(rounds: int = 3, runs: int = 6) -> int:
     from .ops import add
     from .ops.sources import constant
     from .session import Session
+    from .trace.analysis import input_wait
 
     graph = Graph("handoff-calibration")
     with graph.as_default():
@@ -77,25 +78,12 @@ def measure_handoff_ns(rounds: int = 3, runs: int = 6) -> int:
                 delays = []
                 for _ in range(runs):
                     _, trace = session.run(out, trace=True)
-                    delays += _cross_lane_delays(trace)
+                    delays += input_wait(trace, trace.ops(), across_lanes=True)
                 if delays:
                     medians.append(statistics.median(delays))
     finally:
         _state.active = False
     return min(MAX_HANDOFF_NS, int(min(medians))) if medians else 0
-
-
-def _cross_lane_delays(trace: object) -> list[int]:
-    """ns from each op's last producer's end to its start, where they ran on different lanes."""
-    ops = {event.name: event for event in trace.ops()}  # type: ignore[attr-defined]
-    delays = []
-    for event in ops.values():
-        producers = [ops[name] for name in event.inputs if name in ops]
-        if producers:
-            last = max(producers, key=lambda producer: producer.end)
-            if last.lane != event.lane:
-                delays.append(event.start - last.end)
-    return delays
 
 
 @functools.cache

@@ -9,6 +9,7 @@ module so that neither executor imports the other.
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
@@ -88,13 +89,12 @@ def _pieces(
     shards are still the plan's; only how many calls compute them changes, so the bits do not.
     """
     count = len(shards)
+    one_each = [(index, *bounds) for index, bounds in enumerate(shards)], None
     if takers >= count:
-        return [(index, *bounds) for index, bounds in enumerate(shards)], None
-    spans = tuple(
-        (taker * count // takers, (taker + 1) * count // takers - taker * count // takers)
-        for taker in range(takers)
-    )
+        return one_each
+    starts = [taker * count // takers for taker in range(takers + 1)]
+    spans = tuple((first, stop - first) for first, stop in itertools.pairwise(starts))
     groups = [(shards[first][0], shards[first + covered - 1][1]) for first, covered in spans]
     if not definition.merges_rows(op, work, shards, groups):
-        return [(index, *bounds) for index, bounds in enumerate(shards)], None
+        return one_each
     return [(first, *rows) for (first, _), rows in zip(spans, groups)], spans

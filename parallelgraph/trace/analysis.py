@@ -226,14 +226,18 @@ def lower_bound_ns(trace: Trace, workers: int | None = None) -> int:
     return bound_ns(total_work_ns(trace), workers, critical_path(trace).length_ns)
 
 
-def input_wait(trace: Trace, events: Iterable[TraceEvent]) -> list[int]:
-    """For each op with traced inputs: ns between its last input's end and its own start."""
+def input_wait(trace: Trace, events: Iterable[TraceEvent], across_lanes: bool = False) -> list[int]:
+    """For each op with traced inputs: ns between its last input's end and its own start.
+    `across_lanes`: only ops whose last input ended on another lane (a hand-off: what
+    `parallelgraph.calibration` measures)."""
     by_name = op_events_by_name(trace)
     waits = []
     for event in events:
-        ends = [by_name[name].end for name in event.inputs if name in by_name]
-        if ends:
-            waits.append(max(0, event.start - max(ends)))
+        producers = [by_name[name] for name in event.inputs if name in by_name]
+        if producers:
+            last = max(producers, key=lambda producer: producer.end)
+            if not across_lanes or last.lane != event.lane:
+                waits.append(max(0, event.start - last.end))
     return waits
 
 
