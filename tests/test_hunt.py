@@ -283,8 +283,22 @@ def run_hunts_in_a_fresh_process(hunts: str, timeout: int, **env: str) -> None:
         env=child_env,
         cwd=Path(__file__).parent,
     )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.returncode == 0, _crash_report(result)
     assert " passed" in result.stdout and " failed" not in result.stdout
+
+
+def _crash_report(result: subprocess.CompletedProcess) -> str:
+    """What a failed child said: the end of its pytest output, and of its stderr the start of
+    a crash's report (faulthandler's 'Fatal Python error' and the crashing thread's innermost
+    frames, which come first) as well as the end. A CI run once showed only the outermost
+    pytest frames of a SIGSEGV: the frames that say where it crashed had been cut."""
+    err = result.stderr
+    fatal = err.find("Fatal Python error")
+    head = err[fatal : fatal + 4000] if fatal >= 0 else ""
+    return (
+        f"return code {result.returncode}\n--- stdout (end)\n{result.stdout[-3000:]}"
+        f"\n--- stderr (crash report)\n{head}\n--- stderr (end)\n{err[-1500:]}"
+    )
 
 
 @pytest.mark.skipif(IN_FRESH_PROCESS, reason="this is the fresh process")

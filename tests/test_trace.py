@@ -58,11 +58,9 @@ def test_run_trace_has_op_and_shard_events(many_shards):
     assert [e.name for e in ops] == ["net1/RandomNormal", "net1/Tanh"]
     assert ops[1].inputs == ("net1/RandomNormal",) and ops[0].flops == 40 * 64 * 16
     shards = [e for e in trace.events if e.kind == "shard" and e.name == "net1/Tanh"]
-    # Two threads take part: each computes its run of consecutive shards in one call (the
-    # elementwise kernel gives the same bits that way), and the events say which shards.
-    covered = sorted((e.shard, e.shard + e.shards) for e in shards)
-    assert len(shards) == 2 and covered[0][0] == 0 and covered[0][1] == covered[1][0]
-    assert covered[1][1] == sum(e.shards for e in shards) == plan_module.MAX_SHARDS
+    # Elementwise ops keep one call per shard (ElementwiseOp.merges_rows), each its own event.
+    assert len(shards) == plan_module.MAX_SHARDS and all(e.shards == 1 for e in shards)
+    assert sorted(e.shard for e in shards) == list(range(len(shards)))
     for shard in shards:
         assert ops[1].start <= shard.start <= shard.end <= ops[1].end
     assert trace.metadata["config"]["intra_op_threads"] == 2
