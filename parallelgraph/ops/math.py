@@ -67,11 +67,12 @@ class ElementwiseOp(OpDef):
 
     def merges_rows(self, op: Any, work: Any, shards: Bounds, groups: Bounds) -> bool:
         """Not yet: an element's value does not depend on the rows around it (which is why
-        `whole` may compute every row in one call), but with elementwise calls merged the
-        interrupt hunt under NUMBA_BOUNDSCHECK=1 (tests/test_hunt.py) died with SIGSEGV in an
-        elementwise kernel in 3 runs of 3, and in none of 2 without them; until that is
-        understood these ops keep one call per shard, as before. (It gained least here: an
-        elementwise call costs the same per row whatever rows it is given.)"""
+        `whole` may compute every row in one call). But the interrupt hunt under
+        NUMBA_BOUNDSCHECK=1 (tests/test_hunt.py) sometimes dies with SIGSEGV inside a row
+        kernel: 1 run in 3 of the code before merging existed, 1 in 3 now, and 3 in 3 with
+        elementwise calls merged. Until that crash is understood these ops keep one call per
+        shard, as before. (They gain least from merging: an elementwise call costs the same per
+        row whatever rows it is given.)"""
         return False
 
     def whole(self, op: Any) -> Callable[[Arrays], np.ndarray]:
