@@ -134,6 +134,43 @@ def test_the_pools_share_the_cores_an_op_offers_shards_only_to_free_ones():
         pool.close()
 
 
+def test_an_interrupted_op_returns_only_once_no_helper_computes_its_shards():
+    """An interrupt in the op's own thread (here: while it waits for its shards) cancels the
+    shards no one has started and waits for those a helper is computing. Before: the run
+    returned at once, and the helper went on computing into the next run, with the run's BLAS
+    limit already lifted."""
+    import time
+
+    from parallelgraph.executors.pools import CoreBudget, IntraOpPool, ShardJob
+
+    helper_computes = threading.Event()
+    started, ended = [], []
+
+    def compute(shard: int) -> None:
+        started.append(shard)
+        helper_computes.set()
+        time.sleep(0.2)
+        ended.append(shard)
+
+    class InterruptedWhileWaiting(ShardJob):
+        def work(self, lane: str) -> None:
+            if lane == "inter-op/0":  # leave every shard to the helper, then get interrupted
+                helper_computes.wait(5)
+                raise KeyboardInterrupt
+            super().work(lane)
+
+    pool = IntraOpPool(2, CoreBudget(2))
+    try:
+        job = InterruptedWhileWaiting(3, compute, 0, None, time.perf_counter_ns)
+        with pytest.raises(KeyboardInterrupt):
+            pool.run(job, "inter-op/0", 1)
+        assert started == ended == [0]  # the shard it had started ended; no other started
+        later = ShardJob(2, lambda shard: None, 1, None, time.perf_counter_ns)
+        pool.run(later, "inter-op/0", 1)  # the pool still works
+    finally:
+        pool.close()
+
+
 def test_two_by_two_keeps_the_bits_and_counts_its_threads_out():
     """The threads executor enters the budget for every CPU op and leaves it however the op
     ends: after runs (one failing) nothing is left counted as computing."""
@@ -148,4 +185,4 @@ def test_two_by_two_keeps_the_bits_and_counts_its_threads_out():
         with pytest.raises(pg.OpError, match="Failing"):
             sess.run(broken)
         assert np.array_equal(sess.run(out), reference)
-        assert sess._executor.budget.busy == 0
+        assert sess._executor.budget.busy == sess._executor.budget.caller == 0

@@ -76,14 +76,17 @@ class ThreadsExecutor:
             # One op, all its shards, on this thread with helpers from the intra-op pool.
             if not counting:  # no helpers to offer shards to: nothing to count (tiny ops)
                 return execute_step(step, args, lanes[lane], record, config, intra)
-            entered = False
-            try:  # an interrupt between the two lines below must not leave the count raised
-                budget.enter()
-                entered = True
+            if lane == 0:  # the calling thread states it computes (see CoreBudget: interrupts)
+                budget.caller = 1
+                try:
+                    return execute_step(step, args, lanes[lane], record, config, intra)
+                finally:
+                    budget.caller = 0
+            budget.enter()  # a pool thread: never interrupted, so counted exactly
+            try:
                 return execute_step(step, args, lanes[lane], record, config, intra)
             finally:
-                if entered:
-                    budget.leave()
+                budget.leave()
 
         run = Run(plan, values, execute, workers)
         if gpu is not None:
@@ -91,12 +94,9 @@ class ThreadsExecutor:
         # BLAS_LIMIT is process-wide and reference counted: other sessions may run meanwhile.
         # hold() inside the try and an idempotent release() in the finally: an interrupt
         # anywhere between them cannot leave the limit held (see executors.blas_threads).
-        entered = False
+        budget.caller = 1 if counted_for_the_run else 0  # also ends what an interrupt left
         try:
             BLAS_LIMIT.hold(run)
-            if counted_for_the_run:
-                budget.enter()
-                entered = True
             self._inter.run(run.work, workers)
             if gpu is not None and run.failure is None:
                 for slot in plan.fetch_slots:
@@ -105,8 +105,7 @@ class ThreadsExecutor:
             run.abort(interrupt)  # idempotent; returns once no pool thread runs a step
             raise
         finally:
-            if entered:
-                budget.leave()
+            budget.caller = 0
             BLAS_LIMIT.release(run)
             if gpu is not None:
                 gpu.end_run(plan, record)

@@ -67,6 +67,12 @@ class ShardJob:
         self._all_done = threading.Lock()
         self._all_done.acquire()
         self.error: BaseException | None = None
+        # Helpers inside `work`, counted by `help` (helpers get no interrupts, so exactly);
+        # `_no_helper` is held while there is one, for `cancel` to wait on (one C call).
+        self._cancelled = False
+        self._helpers_in = 0
+        self._helpers_lock = threading.Lock()
+        self._no_helper = threading.Lock()
 
     def work(self, lane: str) -> None:
         """Compute shards until none is left; safe to call from any number of threads."""
@@ -74,7 +80,7 @@ class ShardJob:
             shard = next(self._next_shard)
             if shard >= self.count:
                 return
-            if self.error is None:
+            if self.error is None and not self._cancelled:
                 start = self.clock() if self.record else 0
                 try:
                     self.compute(shard)
@@ -96,19 +102,62 @@ class ShardJob:
         self._all_done.acquire()
         self._all_done.release()
 
+    def help(self, lane: str) -> None:
+        """`work`, as a helper thread: counted, so that `cancel` can wait for it; nothing at
+        all once the job is cancelled."""
+        with self._helpers_lock:
+            if self._cancelled:
+                return
+            self._helpers_in += 1
+            if self._helpers_in == 1:
+                self._no_helper.acquire()  # free: nobody waits on it before `_cancelled`
+        try:
+            self.work(lane)
+        finally:
+            with self._helpers_lock:
+                self._helpers_in -= 1
+                if self._helpers_in == 0:
+                    self._no_helper.release()
+
+    def cancel(self) -> None:
+        """From the op's own thread, when an interrupt cut its `work` or `wait` short: no
+        shard starts any more, and this returns once no helper computes one. Bounded by the
+        shards helpers are computing at that moment.
+
+        Without it the interrupted run returned while helpers still computed its shards: into
+        the next run, with the BLAS limit the run had held already lifted (BLAS calls then
+        ran multi-threaded inside a helper's shard)."""
+        with self._helpers_lock:
+            self._cancelled = True
+        self._no_helper.acquire()
+        self._no_helper.release()
+
 
 class CoreBudget:
     """How many threads compute right now, against the cores they share (module docstring).
 
-    `computing()` is a context manager a thread holds while it computes; `free()` the cores
-    nobody computes on. Counts are kept under a lock (a few hundred ns a change, per op or job,
-    not per shard); `free()` reads without it: an offer decided on a count a moment old costs
-    at most one thread waiting for a core, never a wrong result.
+    `free()` is the cores nobody computes on. Two kinds of thread say that they compute, in two
+    ways, because only one of them can be interrupted:
+
+    - pool threads (inter-op lanes >= 1, intra-op helpers) get no interrupts: `enter()` and
+      `leave()` keep their exact count under a lock (a few hundred ns a change, per op or job,
+      not per shard);
+    - the run's calling thread (lane 0) may get a KeyboardInterrupt between any two bytecodes,
+      so it never counts up and down: it *states* whether it computes (`caller`, 0 or 1, one
+      store), and the executor states 0 again whenever a run starts or ends. An interrupt can
+      leave it counted for the rest of its own run at most. (With a count, an interrupt between
+      `enter()` and the flag that says to undo it left the count raised for good: after some
+      Ctrl-Cs every later run of the session offered its shards to no helper.)
+
+    `free()` reads without the lock: an offer decided on a count a moment old costs at most
+    one thread waiting for a core, never a wrong result.
     """
 
     def __init__(self, cores: int):
         self.cores = cores
         self.busy = 0
+        #: 1 while the run's calling thread computes an op (set by the executor, never counted)
+        self.caller = 0
         self._lock = threading.Lock()
 
     def enter(self) -> None:
@@ -120,7 +169,7 @@ class CoreBudget:
             self.busy -= 1
 
     def free(self) -> int:
-        return self.cores - self.busy
+        return self.cores - self.busy - self.caller
 
 
 class IntraOpPool:
@@ -151,17 +200,21 @@ class IntraOpPool:
     def run(self, job: ShardJob, lane: str, offers: int | None = None) -> None:
         """Run every piece of `job`, on the calling thread (which is computing already) and on
         `offers` helpers (default: `offers(job.count)`)."""
-        for _ in range(self.offers(job.count) if offers is None else offers):
-            self._queue.put(job)
-        job.work(lane)
-        job.wait()
+        try:
+            for _ in range(self.offers(job.count) if offers is None else offers):
+                self._queue.put(job)
+            job.work(lane)
+            job.wait()
+        except BaseException:  # an interrupt (only this thread gets them): helpers stop too
+            job.cancel()
+            raise
 
     def _serve(self, lane: str) -> None:
         budget = self.budget
         while (job := self._queue.get()) is not None:
             budget.enter()  # helpers get no interrupts (only the main thread does)
             try:
-                job.work(lane)
+                job.help(lane)
             finally:
                 budget.leave()
 
