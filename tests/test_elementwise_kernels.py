@@ -115,7 +115,8 @@ KERNELS = {
 
 def run_kernel(name, operands, ranges):
     kernel, _ = KERNELS[name]
-    out = np.full(operands[0].shape, np.nan, operands[0].dtype)
+    shape = max((x.shape for x in operands), key=lambda shape: shape[0])  # a one-row operand
+    out = np.full(shape, np.nan, operands[0].dtype)
     for start, stop in ranges:
         kernel(*operands, out, start, stop)
     return out
@@ -234,3 +235,57 @@ def test_binary_nan_rule_in_the_vector_body_and_the_remainder(name, width):
         numbers = (a + b if name == "add" else a * b).view(np.uint32)
     expected = np.where(np.isnan(a), a_u | quiet, np.where(np.isnan(b), b_u | quiet, numbers))
     np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["add", "multiply", "accumulate"])
+@pytest.mark.parametrize("width", [1, 7, 8, 33, 513])
+def test_a_one_row_operand_is_read_by_every_row(name, width, dtype):
+    """A bias or a scalar reaches the kernels as ONE contiguous row (ops.math._rows_of): the
+    same bits as that row repeated out to the full shape, on either side, in any row blocks."""
+    rows = 11
+    x = mixed_values((rows, width), dtype, 0)
+    row = mixed_values((1, width), dtype, 1)
+    repeated = np.repeat(row, rows, axis=0)
+    if name == "accumulate":
+
+        def run(operand, ranges):
+            out = x.copy()
+            for start, stop in ranges:
+                elementwise.accumulate_rows(out, operand, start, stop)
+            return out
+
+        expected = run(repeated, [(0, rows)])
+        assert run(row, [(0, rows)]).tobytes() == expected.tobytes()
+        assert run(row, [(0, 4), (4, 5), (5, rows)]).tobytes() == expected.tobytes()
+        return
+    for operands, one_row in (([x, repeated], [x, row]), ([repeated, x], [row, x])):
+        expected = run_kernel(name, operands, [(0, rows)])
+        assert run_kernel(name, one_row, [(0, rows)]).tobytes() == expected.tobytes()
+        blocks = run_kernel(name, one_row, [(0, 4), (4, 5), (5, rows)])
+        assert blocks.tobytes() == expected.tobytes()
+
+
+def test_a_one_row_operand_of_another_width_is_refused():
+    x = np.ones((4, 8), np.float32)
+    with pytest.raises(IndexError, match="widths differ"):
+        elementwise.add_rows(x, np.ones((1, 7), np.float32), np.empty_like(x), 0, 4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_bias_and_scalar_operands_through_the_ops_on_every_thread_count(dtype, many_shards):
+    """Add of a bias and multiply by a scalar (both one row for the kernels) against NumPy and
+    the sequential run, bit for bit, sharded."""
+    values = mixed_values((301, 77), dtype)
+    bias = mixed_values((77,), dtype, 5)
+    graph = pg.Graph("one-row operands")
+    with graph.as_default():
+        y = (pg.constant(values) + pg.constant(bias)) * 3.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        expected = (values + bias) * np.asarray(3.0, dtype)
+    with pg.Session(graph, pg.Config(executor="sequential")) as session:
+        reference = session.run(y)
+    np.testing.assert_array_equal(reference, expected)
+    with pg.Session(graph, pg.Config(inter_op_threads=2, intra_op_threads=2)) as session:
+        assert len(session.plan_for(y).steps[-1].shards) > 1
+        assert session.run(y).tobytes() == reference.tobytes()

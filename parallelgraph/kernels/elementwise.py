@@ -1,8 +1,11 @@
 """Elementwise kernels on 2-D row views: out[r0:r1] = f(inputs[r0:r1]).
 
-Broadcasting is handled by the caller through strides: a bias [n] or a scalar is passed as a
-read-only `np.broadcast_to` view of the output's 2-D shape (row stride 0), so one kernel serves
-same-shape, bias and scalar operands.
+A binary operand is either 2-D of the output's shape or ONE row (1, columns) that every row
+reads (`operand_row`): a bias [n] reshaped, a scalar filled out to a row (`ops.math._rows_of`).
+Both are C-contiguous, so one compiled kernel serves same-shape, bias and scalar operands and
+its inner loop is a SIMD loop for all three. (A bias used to come as a `np.broadcast_to` view
+with row stride 0: an 'A'-layout array whose rows LLVM does not vectorize, 3x the same-shape
+time at 64x256 and 1.3x at 512x1024: benchmarks/elementwise.py, "bias".)
 
 Every loop here is a SIMD loop (AVX2: `ymm`; AVX-512 on Zen 4/5: `zmm`; see
 benchmarks/elementwise.py): add, multiply and accumulate the operation and a NaN select
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from .bounds import check_rows2
+from .bounds import check_operand_rows, check_rows2
 from .vecmath import tanh_rows
 
 __all__ = ["accumulate_rows", "add_rows", "multiply_rows", "relu_rows", "tanh_rows"]
@@ -23,8 +26,14 @@ __all__ = ["accumulate_rows", "add_rows", "multiply_rows", "relu_rows", "tanh_ro
 
 @njit(nogil=True, cache=True, inline="always")
 def _check_rows3(a, b, out, row_start, row_stop):
-    check_rows2(a, out, row_start, row_stop)
-    check_rows2(b, out, row_start, row_stop)
+    check_operand_rows(a, out, row_start, row_stop)
+    check_operand_rows(b, out, row_start, row_stop)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def operand_row(x, i):
+    """Row i of an operand: x[i], or x[0] when x is one row read by every row."""
+    return x[i if x.shape[0] != 1 else 0]
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -55,7 +64,7 @@ NAN_RULE = "first NaN operand, quieted; the machine's default NaN for invalid op
 def add_rows(a, b, out, row_start, row_stop):
     _check_rows3(a, b, out, row_start, row_stop)
     for i in range(row_start, row_stop):
-        first, second, dst = a[i], b[i], out[i]
+        first, second, dst = operand_row(a, i), operand_row(b, i), out[i]
         for j in range(dst.shape[0]):
             dst[j] = _first_nan(first[j], second[j], first[j] + second[j])
 
@@ -64,7 +73,7 @@ def add_rows(a, b, out, row_start, row_stop):
 def multiply_rows(a, b, out, row_start, row_stop):
     _check_rows3(a, b, out, row_start, row_stop)
     for i in range(row_start, row_stop):
-        first, second, dst = a[i], b[i], out[i]
+        first, second, dst = operand_row(a, i), operand_row(b, i), out[i]
         for j in range(dst.shape[0]):
             dst[j] = _first_nan(first[j], second[j], first[j] * second[j])
 
@@ -72,9 +81,9 @@ def multiply_rows(a, b, out, row_start, row_stop):
 @njit(nogil=True, cache=True)
 def accumulate_rows(out, x, row_start, row_stop):
     """out[r0:r1] += x[r0:r1] (add_n folds its inputs left to right with this)."""
-    check_rows2(x, out, row_start, row_stop)
+    check_operand_rows(x, out, row_start, row_stop)
     for i in range(row_start, row_stop):
-        src, dst = x[i], out[i]
+        src, dst = operand_row(x, i), out[i]
         for j in range(dst.shape[0]):
             dst[j] = _first_nan(dst[j], src[j], dst[j] + src[j])
 

@@ -20,21 +20,18 @@ from .registry import Arrays, Bounds, Cost, OpDef, ShapeError, register
 
 
 def _rows_of(array: np.ndarray, rows: int, columns: int) -> np.ndarray:
-    """`array` as a (rows, columns) view: itself reshaped, or a bias/scalar broadcast by strides.
-
-    The broadcast view is made by the ndarray constructor (row stride 0; column stride 0 for a
-    scalar), read-only: ~1 us where `np.broadcast_to` takes ~6 on a small VM, for the same view.
+    """`array` as rows for the row kernels: itself (rows, columns) when it has that many
+    elements, else ONE C-contiguous row (1, columns) that every row reads
+    (`kernels.elementwise.operand_row`): a bias reshaped (copied only if it is strided), a
+    scalar filled out to a row.
     """
     if array.shape == (rows, columns):  # the common 2-D case: no new view object needed
         return array
     if array.size == rows * columns:
         return array.reshape(rows, columns)
-    if not array.flags.c_contiguous:
-        return np.broadcast_to(array.reshape(1, -1), (rows, columns))
-    column_stride = array.itemsize if array.size > 1 else 0
-    view = np.ndarray((rows, columns), array.dtype, array, 0, (0, column_stride))
-    view.flags.writeable = False
-    return view
+    if array.size == 1:
+        return np.full((1, columns), array.reshape(()), dtype=array.dtype)
+    return np.ascontiguousarray(array).reshape(1, columns)
 
 
 class ElementwiseOp(OpDef):
