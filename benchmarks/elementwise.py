@@ -3,12 +3,13 @@ ufuncs, medians of interleaved repeats, side by side in one run.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/elementwise.py [--repeats 41]
 
-For each op (tanh, relu, add, multiply, add_n's accumulate; add of a bias [columns] and multiply
-by a scalar as the ops pass them, one row every row reads) and dtype, at 256x512 and
-1024x1024: the kernel the op runs on all rows in one call (`kernels.elementwise`), the NumPy
-call that computes the same thing into a preallocated output, for the bias the row-stride-0
-view it replaced (against NumPy's add of the bias), and for tanh the kernel it
-replaced (`np.tanh` on each row inside `@njit`: a scalar libm call per element). Every case of
+For each op (tanh, exp, sigmoid, relu, add, multiply, add_n's accumulate; add of a bias
+[columns] and multiply by a scalar as the ops pass them, one row every row reads) and dtype, at
+256x512 and 1024x1024: the kernel the op runs on all rows in one call (`kernels.elementwise`),
+the NumPy call that computes the same thing into a preallocated output (sigmoid: SciPy's
+`expit`, one ufunc), for the bias the row-stride-0 view it replaced (against NumPy's add of
+the bias), and for tanh the kernel it replaced (`np.tanh` on each row inside `@njit`: a scalar
+libm call per element). Every case of
 one size runs once per round, rounds repeated: drift and other load hit all alike; each timed
 call follows an untimed call of the same case, so every case reads operands the cache holds
 alike (otherwise the first reader of an array after another op's pays for fetching it). Prints the
@@ -26,6 +27,7 @@ import time
 
 import numpy as np
 from numba import njit
+from scipy.special import expit  # sigmoid as one ufunc: the fastest NumPy-world call
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _common import median, spread, table
@@ -59,6 +61,8 @@ def cases(rows: int, columns: int, dtype) -> dict[str, tuple]:
     return {
         "tanh": (lambda: ew.tanh_rows(x, out, 0, rows), lambda: np.tanh(x, out=out)),
         "tanh, previous kernel (libm)": (lambda: libm_tanh_rows(x, out, 0, rows), None),
+        "exp": (lambda: ew.exp_rows(x, out, 0, rows), lambda: np.exp(x, out=out)),
+        "sigmoid": (lambda: ew.sigmoid_rows(x, out, 0, rows), lambda: expit(x, out=out)),
         "relu": (lambda: ew.relu_rows(x, out, 0, rows), lambda: np.maximum(x, 0, out=out)),
         "add": (lambda: ew.add_rows(x, y, out, 0, rows), lambda: np.add(x, y, out=out)),
         "multiply": (

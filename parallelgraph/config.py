@@ -148,7 +148,7 @@ class Config:
     )
     soft_placement: bool = True
     matmul_kernel: str = field(default="blas", metadata={"choices": MATMUL_KERNELS})
-    #: Run matmul -> add(bias) [-> relu | tanh] as one step where nothing else needs the
+    #: Run matmul -> add(bias) [-> relu | tanh | sigmoid] as one step where nothing else needs the
     #: intermediate values (see `parallelgraph.ops.fused`); outputs stay bit-identical.
     fuse: bool = False
     #: GPU plans: replay each untraced run's GPU work as one CUDA graph, captured after the

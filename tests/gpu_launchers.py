@@ -39,6 +39,14 @@ def tanh(x: DeviceArray, out: DeviceArray, stream: Stream) -> None:
     gpu.run_launches(gpu.tanh_launches(x, out), stream)
 
 
+def exp(x: DeviceArray, out: DeviceArray, stream: Stream) -> None:
+    gpu.run_launches(gpu.exp_launches(x, out), stream)
+
+
+def sigmoid(x: DeviceArray, out: DeviceArray, stream: Stream) -> None:
+    gpu.run_launches(gpu.sigmoid_launches(x, out), stream)
+
+
 def accumulate(out: DeviceArray, x: DeviceArray, stream: Stream) -> None:
     gpu.run_launches(gpu.accumulate_launches(out, x), stream)
 

@@ -57,13 +57,17 @@ def test_ops_cheaper_than_a_handoff_stay_on_one_worker_with_the_same_bits(
 
 
 def test_explain_words_the_bar_it_used(monkeypatch):
+    """On tiny ops (8x16: a few us each), which the bar keeps on one worker. The wording needs
+    most of the ops' time in ops under `SHORT_OP_NS`: a loaded machine can stretch one run's ops
+    past it (a CI run of the small preset, whose matmuls take ~30 us, did), so the best of a
+    few traced runs is taken."""
     monkeypatch.setattr(calibration, "handoff_ns", lambda: 60_000)
-    preset = random_dag("small")
+    preset = random_dag("tiny")
     with pg.Session(preset.graph, pg.Config(inter_op_threads=2)) as sess:
         sess.run(preset.fetch)
-        _, trace = sess.run(preset.fetch, trace=True)
-    text = str(trace.explain())
-    assert "under 64 us, about what handing one to another thread costs on this machine" in text
+        texts = [str(sess.run(preset.fetch, trace=True)[1].explain()) for _ in range(5)]
+    wording = "under 64 us, about what handing one to another thread costs on this machine"
+    assert any(wording in text for text in texts), texts[0]
 
 
 @pytest.mark.parametrize(

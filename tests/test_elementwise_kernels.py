@@ -17,6 +17,7 @@ import pytest
 
 import parallelgraph as pg
 from parallelgraph.kernels import elementwise, vecmath
+from parallelgraph.ops import opdef
 
 DTYPES = [np.float32, np.float64]
 MANTISSA = {np.float32: 23, np.float64: 52}
@@ -31,15 +32,27 @@ def ulp_error(value: np.ndarray, exact: np.ndarray, dtype) -> np.ndarray:
     return np.abs(value.astype(exact.dtype) - exact) / ulp
 
 
-def tanh_of(x: np.ndarray) -> np.ndarray:
+def apply(name: str, x: np.ndarray) -> np.ndarray:
+    """One of vecmath's row kernels (`tanh_rows`, ...) on a 1-D array."""
     out = np.empty_like(x)
-    vecmath.tanh_rows(x.reshape(1, -1), out.reshape(1, -1), 0, 1)
+    getattr(vecmath, f"{name}_rows")(x.reshape(1, -1), out.reshape(1, -1), 0, 1)
     return out
 
 
+def tanh_of(x: np.ndarray) -> np.ndarray:
+    return apply("tanh", x)
+
+
+def exact(name: str, x: np.ndarray) -> np.ndarray:
+    """float32: the function in float64 (exact to ~2**-29 float32 ulp); float64: in long
+    double."""
+    wide = x.astype(np.float64 if x.dtype == np.float32 else np.longdouble)
+    with np.errstate(over="ignore"):
+        return opdef(name).numpy_function(wide)
+
+
 def exact_tanh(x: np.ndarray) -> np.ndarray:
-    """float32: the float64 tanh (exact to 2**-29 float32 ulp); float64: long double's."""
-    return np.tanh(x.astype(np.float64 if x.dtype == np.float32 else np.longdouble))
+    return exact("tanh", x)
 
 
 def sweep(dtype) -> np.ndarray:
@@ -54,27 +67,40 @@ def sweep(dtype) -> np.ndarray:
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_tanh_is_within_its_ulp_bound_on_a_dense_sweep(dtype):
+@pytest.mark.parametrize("name", sorted(vecmath.ULP_BOUNDS))
+def test_within_the_ulp_bound_on_a_dense_sweep(name, dtype):
+    """Every exponent of both signs, where the result is finite: within
+    `vecmath.ULP_BOUNDS[name]` (subnormal results in units of the smallest subnormal)."""
     if dtype == np.float64 and not EXTENDED:
         pytest.skip("needs an extended long double for the float64 reference")
     x = sweep(dtype)
     for signed in (x, -x):
-        error = ulp_error(tanh_of(signed), exact_tanh(signed), dtype)
-        assert error.max() <= vecmath.ULP_BOUND[np.dtype(dtype).name], signed[np.argmax(error)]
+        expected = exact(name, signed)
+        finite = np.abs(expected) <= np.finfo(dtype).max
+        error = ulp_error(apply(name, signed)[finite], expected[finite], dtype)
+        bound = vecmath.ULP_BOUNDS[name][np.dtype(dtype).name]
+        assert error.max() <= bound, signed[finite][np.argmax(error)]
 
 
 @pytest.mark.skipif(not os.environ.get("PG_EXHAUSTIVE"), reason="minutes; PG_EXHAUSTIVE=1 runs it")
-@pytest.mark.timeout(3600)  # ~6 minutes on one core of a 2-core VM
-def test_float32_tanh_exhaustively():
+@pytest.mark.timeout(3600)  # tanh ~6 minutes on one core of a 2-core VM, exp and sigmoid ~4
+@pytest.mark.parametrize("name", sorted(vecmath.ULP_BOUNDS))
+def test_float32_exhaustively(name):
+    """Every float32 input whose exact result is finite: within the bound. tanh is odd, so
+    its negative half is checked to be the positive half's negation, bit for bit."""
     worst = 0.0
-    for start in range(0, 1 << 31, 1 << 24):  # the non-negative half; the sign is exact
-        x = np.arange(start, start + (1 << 24), dtype=np.uint32).view(np.float32)
-        value = tanh_of(x)
-        finite = np.isfinite(x)
-        worst = max(worst, ulp_error(value[finite], exact_tanh(x[finite]), np.float32).max())
+    stop = 1 << 31 if name == "tanh" else 1 << 32
+    for start in range(0, stop, 1 << 24):
+        x = np.arange(start, start + (1 << 24), dtype=np.uint64).astype(np.uint32)
+        x = x.view(np.float32)
+        value = apply(name, x)
+        expected = exact(name, x)
+        finite = np.isfinite(x) & (np.abs(expected) <= np.finfo(np.float32).max)
+        worst = max(worst, ulp_error(value[finite], expected[finite], np.float32).max())
         np.testing.assert_array_equal(np.isnan(value), np.isnan(x))
-        assert tanh_of(-x).tobytes() == (-value).tobytes()
-    assert worst <= vecmath.ULP_BOUND["float32"]
+        if name == "tanh":
+            assert apply(name, -x).tobytes() == (-value).tobytes()
+    assert worst <= vecmath.ULP_BOUNDS[name]["float32"]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -93,6 +119,35 @@ def test_tanh_special_values(dtype):
     assert np.all(np.abs(tanh_of(sweep(dtype)[::7])) <= 1)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_exp_special_values(dtype):
+    info = np.finfo(dtype)
+    overflow, underflow = (88.73, -103.98) if dtype == np.float32 else (709.79, -745.14)
+    x = np.array([0.0, -0.0, np.inf, -np.inf, overflow, underflow, info.max, -info.max], dtype)
+    expected = np.array([1, 1, np.inf, 0, np.inf, 0, np.inf, 0], dtype)
+    assert apply("exp", x).tobytes() == expected.tobytes()
+    assert np.isnan(apply("exp", np.array([np.nan, -np.nan], dtype))).all()
+    # the last results above 0: subnormals, correctly rounded, never flushed to zero
+    smallest = np.log(np.float64(info.smallest_subnormal))
+    tail = np.array([smallest, smallest + 0.5, smallest + 2], dtype)
+    assert apply("exp", tail).tobytes() == np.exp(tail.astype(np.float64)).astype(dtype).tobytes()
+    assert apply("exp", tail).min() > 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sigmoid_special_values_and_tails(dtype):
+    info = np.finfo(dtype)
+    x = np.array([0.0, -0.0, np.inf, -np.inf, info.max, -info.max], dtype)
+    assert apply("sigmoid", x).tobytes() == np.array([0.5, 0.5, 1, 0, 1, 0], dtype).tobytes()
+    assert np.isnan(apply("sigmoid", np.array([np.nan], dtype))).all()
+    # the negative tail is e**x (1 / (1 + e**-x) would be 1 / inf = 0 there)
+    far = np.array([-60.0, -90.0, -100.0], dtype)
+    np.testing.assert_allclose(apply("sigmoid", far), apply("exp", far), rtol=4 * info.eps)
+    assert apply("sigmoid", far).min() > 0
+    values = apply("sigmoid", sweep(dtype)[::7])
+    assert np.all((values >= 0.5) & (values <= 1))
+
+
 def mixed_values(shape, dtype, seed=0) -> np.ndarray:
     """Values that take every path of every kernel: both tanh methods, the clamp, tiny ones,
     signed zeros, infinities and NaN."""
@@ -107,6 +162,8 @@ def mixed_values(shape, dtype, seed=0) -> np.ndarray:
 
 KERNELS = {
     "tanh": (elementwise.tanh_rows, 1),
+    "exp": (elementwise.exp_rows, 1),
+    "sigmoid": (elementwise.sigmoid_rows, 1),
     "relu": (elementwise.relu_rows, 1),
     "add": (elementwise.add_rows, 2),
     "multiply": (elementwise.multiply_rows, 2),
@@ -187,12 +244,14 @@ _VECTOR_CHECK = """
 import re
 import numpy as np
 from parallelgraph.kernels import vecmath
-for dtype, kind in ((np.float32, "float"), (np.float64, "double")):
-    x = np.ones((2, 3), dtype)
-    vecmath.tanh_rows(x, x.copy(), 0, 2)
-    ir = vecmath.tanh_rows.inspect_llvm(vecmath.tanh_rows.signatures[-1])
-    widths = [int(w) for w in re.findall(r"fdiv <(\\d+) x " + kind + ">", ir)]
-    print(kind, max(widths, default=0))
+for name in ("tanh", "exp", "sigmoid"):
+    kernel = getattr(vecmath, name + "_rows")
+    for dtype, bits in ((np.float32, 32), (np.float64, 64)):
+        x = np.ones((2, 3), dtype)
+        kernel(x, x.copy(), 0, 2)
+        ir = kernel.inspect_llvm(kernel.signatures[-1])
+        widths = [int(w) for w in re.findall(r"@llvm\\.fma\\.v(\\d+)f" + str(bits), ir)]
+        print(f"{name}-{bits}", max(widths, default=0))
 """
 
 
@@ -203,9 +262,10 @@ def _host_has_fma() -> bool:
 
 
 @pytest.mark.skipif(not _host_has_fma(), reason="without FMA, fma is a libm call per element")
-def test_tanh_compiles_to_a_vector_loop(tmp_path):
-    """The division (and with it the whole body) is done on vectors of at least 4 lanes: LLVM
-    vectorized the loop. In a fresh process with an empty cache: cached code cannot be shown.
+def test_vector_math_compiles_to_vector_loops(tmp_path):
+    """tanh, exp and sigmoid: the fmas (and with them the whole body) are done on vectors of at
+    least 4 lanes: LLVM vectorized the loop. In a fresh process with an empty cache: cached
+    code cannot be shown.
     (On a CPU without FMA the bits stay the same -- libm's fma rounds once too, checked with
     NUMBA_CPU_NAME=generic -- but the float64 loop is scalar.)"""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
@@ -214,7 +274,9 @@ def test_tanh_compiles_to_a_vector_loop(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     lanes = dict(line.split() for line in result.stdout.splitlines())
-    assert set(lanes) == {"float", "double"}
+    assert set(lanes) == {
+        f"{name}-{bits}" for name in KERNELS if name in vecmath.ULP_BOUNDS for bits in (32, 64)
+    }
     assert all(int(count) >= 4 for count in lanes.values()), lanes
 
 

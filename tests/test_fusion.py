@@ -1,6 +1,6 @@
-"""Config(fuse=True): matmul -> add(bias) [-> relu | tanh] as one step, bit-identical to the
-unfused sequential reference, visible as one bar that names the ops it covers, and only where
-nothing else needs the values in between."""
+"""Config(fuse=True): matmul -> add(bias) [-> relu | tanh | sigmoid] as one step, bit-identical
+to the unfused sequential reference, visible as one bar that names the ops it covers, and only
+where nothing else needs the values in between."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def mlp(dtype="float32", activation=pg.relu):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("activation", [pg.relu, pg.tanh])
+@pytest.mark.parametrize("activation", [pg.relu, pg.tanh, pg.sigmoid])
 def test_fused_runs_are_bit_identical_to_the_unfused_reference(dtype, activation):
     graph, out = mlp(dtype, activation)
     expected = reference(graph, out)

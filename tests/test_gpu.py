@@ -23,7 +23,7 @@ def all_ops_graph(dtype):
             s = pg.reduce_sum(h, axis=0)
         with pg.scope("net2"):
             c = pg.constant(rng.standard_normal((6, 4)).astype(dtype))
-            t = pg.tanh(c * 0.5)
+            t = pg.sigmoid(pg.exp(pg.tanh(c * 0.5)) * 2.0)
             m = pg.reduce_mean(t)
             n = pg.add_n([t, t, c])
         out = pg.add_n([h, n, t]) + pg.reduce_mean(h) * pg.reduce_sum(h, axis=0)

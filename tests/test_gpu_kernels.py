@@ -23,6 +23,7 @@ from parallelgraph.kernels import gpu
 from parallelgraph.kernels.gpu import gemm as gpu_matmul
 from parallelgraph.kernels.normal32 import normal_rows32
 from parallelgraph.kernels.normal64 import normal_rows64
+from parallelgraph.ops import opdef
 from parallelgraph.ops.sources import philox_normal_reference
 
 DTYPES = [np.float32, np.float64]
@@ -243,7 +244,7 @@ def test_binary_ops_reject_a_bad_operand(stream):
         launchers.multiply(a, device(np.ones((4, 5), np.float64), stream), out, stream)
 
 
-# --- relu, tanh, accumulate ------------------------------------------------------------------
+# --- relu, tanh, exp, sigmoid, accumulate ----------------------------------------------------
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -258,12 +259,16 @@ def test_relu_keeps_nan_and_zeroes_negatives(stream, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_tanh_matches_numpy(stream, dtype):
+@pytest.mark.parametrize("name", ["tanh", "exp", "sigmoid"])
+def test_vector_math_matches_numpy(stream, name, dtype):
+    """tanh, exp and sigmoid against their float64 references, far tails included (sigmoid's
+    negative tail is e**x, not 0)."""
     x = random_array(300, dtype) * 4
-    x[:3] = [30.0, -30.0, 0.0]
+    x[:5] = [30.0, -30.0, 0.0, 60.0, -60.0]
     d_out = nan_output(x.shape, dtype, stream)
-    launchers.tanh(device(x, stream), d_out, stream)
-    assert_close(result(d_out, stream), np.tanh(x.astype(np.float64)), dtype)
+    getattr(launchers, name)(device(x, stream), d_out, stream)
+    expected = opdef(name).numpy_function(x.astype(np.float64))
+    assert_close(result(d_out, stream), expected, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

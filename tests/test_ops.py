@@ -28,6 +28,8 @@ CASES = {
     ),
     "relu": lambda d: pg.relu(pg.constant(data(11, 4, dtype=d))),
     "tanh": lambda d: pg.tanh(pg.constant(data(10, 3, dtype=d))),
+    "exp": lambda d: pg.exp(pg.constant(data(10, 3, dtype=d) * 3)),
+    "sigmoid": lambda d: pg.sigmoid(pg.constant(data(10, 3, dtype=d) * 8)),
     "add_n": lambda d: pg.add_n([pg.constant(data(6, 5, dtype=d)) for _ in range(4)]),
     "add_n_one": lambda d: pg.add_n([pg.constant(data(6, 5, dtype=d))]),
     "matmul": lambda d: pg.matmul(

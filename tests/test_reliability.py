@@ -18,7 +18,7 @@ import parallelgraph as pg
 from parallelgraph import plan as plan_module
 from parallelgraph.ops.math import MatMul
 
-UNARY = ("relu", "tanh")
+UNARY = ("relu", "tanh", "exp", "sigmoid")
 
 
 def random_dag(draw, max_ops=60):
@@ -48,7 +48,7 @@ def random_dag(draw, max_ops=60):
                 elif kind == "bias":
                     matrices.append(pick() + vectors[int(rng.integers(len(vectors)))])
                 elif kind == "unary":
-                    matrices.append(getattr(pg, UNARY[int(rng.integers(2))])(pick()))
+                    matrices.append(getattr(pg, UNARY[int(rng.integers(len(UNARY)))])(pick()))
                 elif kind == "add_n":
                     matrices.append(pg.add_n([pick() for _ in range(int(rng.integers(1, 4)))]))
                 else:

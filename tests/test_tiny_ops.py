@@ -17,6 +17,7 @@ import pytest
 import parallelgraph as pg
 from parallelgraph.config import Config
 from parallelgraph.ops import REGISTRY, OpDef, opdef
+from parallelgraph.ops.math import ElementwiseUnary
 
 WHOLE_OPS = sorted(
     name for name, definition in REGISTRY.items() if type(definition).whole is not OpDef.whole
@@ -69,7 +70,7 @@ def _op(op_type, shapes, dtype):
 @pytest.mark.parametrize("op_type", WHOLE_OPS)
 def test_whole_op_gives_the_bits_of_the_sharded_path(op_type, shapes, dtype):
     definition = opdef(op_type)
-    unary = op_type in ("relu", "tanh")
+    unary = isinstance(definition, ElementwiseUnary)
     shapes = shapes[:1] if unary else shapes
     op = _op(op_type, shapes, dtype)
     rng = np.random.default_rng(len(str(shapes)))
@@ -91,7 +92,7 @@ def test_whole_op_gives_the_bits_of_the_sharded_path(op_type, shapes, dtype):
 
 
 def test_every_elementwise_op_offers_the_fast_path():
-    assert set(WHOLE_OPS) >= {"add", "multiply", "relu", "tanh"}
+    assert set(WHOLE_OPS) >= {"add", "multiply", "relu", "tanh", "exp", "sigmoid"}
 
 
 def _chain(length):
@@ -156,7 +157,7 @@ def _unusual_layouts(value):
 @pytest.mark.parametrize("op_type", WHOLE_OPS)
 def test_the_fast_path_takes_2d_operands_in_any_layout(op_type):
     definition = opdef(op_type)
-    unary = op_type in ("relu", "tanh")
+    unary = isinstance(definition, ElementwiseUnary)
     shapes = [(3, 4)] if unary else [(3, 4), (3, 4)]
     op = _op(op_type, shapes, "float32")
     rng = np.random.default_rng(7)

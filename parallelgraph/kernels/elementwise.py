@@ -19,9 +19,17 @@ from __future__ import annotations
 from numba import njit
 
 from .bounds import check_operand_rows, check_rows2
-from .vecmath import tanh_rows
+from .vecmath import exp_rows, sigmoid_rows, tanh_rows
 
-__all__ = ["accumulate_rows", "add_rows", "multiply_rows", "relu_rows", "tanh_rows"]
+__all__ = [
+    "accumulate_rows",
+    "add_rows",
+    "exp_rows",
+    "multiply_rows",
+    "relu_rows",
+    "sigmoid_rows",
+    "tanh_rows",
+]
 
 
 @njit(nogil=True, cache=True, inline="always")

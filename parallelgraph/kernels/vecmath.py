@@ -1,5 +1,5 @@
-"""Vectorized elementwise math: tanh in float32 and float64 as straight-line code LLVM turns
-into SIMD loops, bit-identical however the rows are split.
+"""Vectorized elementwise math: tanh, exp and sigmoid in float32 and float64 as straight-line
+code LLVM turns into SIMD loops, bit-identical however the rows are split.
 
 `np.tanh(row, out)` inside `@njit` compiles to a loop calling libm's `tanhf`/`tanh` once per
 element (~30 ns an element here). These kernels compute tanh from IEEE additions,
@@ -21,6 +21,12 @@ selects, so the row loop is one vector loop (`inspect_asm`: `vfmadd...ps/pd` and
   2 / (e**y + 1) = 2 (qx - px) / (2**n (qx + px) + (qx - px)) -- one division in all.
 - NaN in, NaN out (`x + x`: the input's NaN, quieted).
 
+**exp** is the same reduction, e**x = 2**n e**r, on x clamped to where the result is 0 or inf
+anyway; 2**n is applied as two exact powers of two (`_times_pow2_32`), so results in the
+subnormal range are rounded once and never flushed. **sigmoid** is built on e = e**-|x| <= 1:
+1 / (1 + e) for x >= 0 and e / (1 + e) below, one division, so neither tail overflows and the
+negative tail keeps e**x's precision down to the subnormals (1 / (1 + e**-x) gives 0 there).
+
 Both branches are computed for every element and one is selected: no branch, no libm call.
 Polynomials go by Estrin's scheme (two short chains instead of one long one): the loop is
 bound by its dependency chains, not by arithmetic.
@@ -34,7 +40,7 @@ CPU: compiled for `NUMBA_CPU_NAME=generic` (SSE2, fma a libm call, the float64 l
 the results are the same bits as with AVX2 and FMA.
 
 **Accuracy** (against the float64 reference for float32 inputs, against `np.tanh` of
-`np.longdouble` for float64 ones; tests/test_elementwise_kernels.py): see `ULP_BOUND`.
+`np.longdouble` for float64 ones; tests/test_elementwise_kernels.py): see `ULP_BOUNDS`.
 
 The GPU's tanh (`kernels.gpu`) is CUDA's `tanh`, not this function: tests compare it with the
 CPU and NumPy to a tolerance (1e-5 float32, 1e-12 float64), which both meet.
@@ -51,15 +57,23 @@ from numba.extending import intrinsic, overload
 
 from .bounds import check_rows2
 
-#: The largest error of `tanh_rows`, in units in the last place of the result's dtype, against
-#: the exact tanh (float32: the float64 tanh, exact to ~2**-29 ulp; float64: the x86 long double
-#: tanh, 11 bits more precise). float32: proved by trying every one of the 2**32 inputs
-#: (PG_EXHAUSTIVE=1 pytest tests/test_elementwise_kernels.py): the worst is 1.207 ulp, at
-#: 0.62559 just above the switch; 99.83% of the results are correctly rounded, all but 12,818
-#: of the others within 1 ulp. float64: the worst of 10**8 inputs (every exponent, uniform in
-#: [0, 1.5], dense around the switch) is 1.586 ulp, at 0.62600; 90.9% correctly rounded. glibc's
-#: own `np.tanh` reaches 1.18 ulp on the same kind of sweep.
-ULP_BOUND = {"float32": 1.25, "float64": 2.0}
+#: The largest error of each row kernel, in units in the last place of the result's dtype,
+#: against the exact function (float32: the float64 function, exact to ~2**-29 ulp; float64: the
+#: x86 long double function, 11 bits more precise); subnormal results in units of the smallest
+#: subnormal.
+#:
+#: tanh float32: proved by trying every one of the 2**32 inputs (PG_EXHAUSTIVE=1 pytest
+#: tests/test_elementwise_kernels.py): the worst is 1.207 ulp, at 0.62559 just above the switch;
+#: 99.83% of the results are correctly rounded, all but 12,818 of the others within 1 ulp.
+#: tanh float64: the worst of 10**8 inputs (every exponent, uniform in [0, 1.5], dense around
+#: the switch) is 1.586 ulp, at 0.62600; 90.9% correctly rounded. glibc's own `np.tanh` reaches
+#: 1.18 ulp on the same kind of sweep.
+#: exp and sigmoid: see benchmarks/RESULTS.md, "exp and sigmoid" (float32 every input).
+ULP_BOUNDS = {
+    "tanh": {"float32": 1.25, "float64": 2.0},
+    "exp": {"float32": 1.05, "float64": 2.0},
+    "sigmoid": {"float32": 2.5, "float64": 2.5},
+}
 
 # ---------------------------------------------------------------------------------------------
 # LLVM building blocks
@@ -152,6 +166,19 @@ _F_E5, _F_E4, _F_E3, _F_E2, _F_E1, _F_E0 = (
 
 
 @njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def _exp_reduced32(y):
+    """(t, e**r - 1) for y = n ln 2 + r, |r| <= ln(2) / 2: n = round(y / ln 2) by the
+    1.5 * 2**23 trick, which leaves n in the low mantissa bits of t (|y| < 2**21); r by Cody
+    and Waite's two-constant split; e**r - 1 = r + r**2 E(r) (Cephes' `expf`), E by Estrin."""
+    t = fma(y, _F_LOG2E, _F_ROUND)
+    fn = t - _F_ROUND
+    r = fma(fn, -_F_LN2_LO, fma(fn, -_F_LN2_HI, y))
+    rr = r * r
+    q = fma(fma(fma(_F_E5, r, _F_E4), rr, fma(_F_E3, r, _F_E2)), rr, fma(_F_E1, r, _F_E0))
+    return t, fma(q, rr, r)
+
+
+@njit(nogil=True, cache=True, error_model="numpy", inline="always")
 def tanh32(x):
     """tanh of one float32 (see the module docstring)."""
     a = abs(x)
@@ -159,15 +186,9 @@ def tanh32(x):
     z = a * a
     p = fma(fma(_F_T4, z, _F_T3), z * (z * z), fma(fma(_F_T2, z, _F_T1), z, _F_T0))
     small = fma(a * z, p, a)
-    # large: 1 - 2 / (2**n e**r + 1); n = round(y / ln 2) by the 1.5 * 2**23 trick
+    # large: 1 - 2 / (2**n e**r + 1)
     c = a if a < _F_CLAMP else _F_CLAMP  # NaN: clamped too, replaced below
-    y = c + c
-    t = fma(y, _F_LOG2E, _F_ROUND)  # n in the low mantissa bits of t
-    fn = t - _F_ROUND
-    r = fma(fn, -_F_LN2_LO, fma(fn, -_F_LN2_HI, y))
-    rr = r * r
-    q = fma(fma(fma(_F_E5, r, _F_E4), rr, fma(_F_E3, r, _F_E2)), rr, fma(_F_E1, r, _F_E0))
-    em1 = fma(q, rr, r)  # e**r - 1
+    t, em1 = _exp_reduced32(c + c)
     scale = _bits_to_float32((_float_bits(t) + np.int32(127)) << np.int32(23))  # 2**n
     large = _F_ONE - _F_TWO / fma(scale, em1, scale + _F_ONE)
     value = math.copysign(small if a < _F_SMALL else large, x)
@@ -210,6 +231,19 @@ _D_EQ3, _D_EQ2, _D_EQ1, _D_EQ0 = (
 
 
 @njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def _exp_pade64(y):
+    """(t, px, qx) for y = n ln 2 + r, e**r = (qx + px) / (qx - px) (Cephes' `exp`): n in the
+    low mantissa bits of t by the 1.5 * 2**52 trick, r by the two-constant split."""
+    t = fma(y, _D_LOG2E, _D_ROUND)
+    fn = t - _D_ROUND
+    r = fma(fn, -_D_LN2_LO, fma(fn, -_D_LN2_HI, y))
+    rr = r * r
+    px = r * fma(fma(_D_EP2, rr, _D_EP1), rr, _D_EP0)
+    qx = fma(fma(_D_EQ3, rr, _D_EQ2), rr * rr, fma(_D_EQ1, rr, _D_EQ0))
+    return t, px, qx
+
+
+@njit(nogil=True, cache=True, error_model="numpy", inline="always")
 def tanh64(x):
     """tanh of one float64 (see the module docstring)."""
     a = abs(x)
@@ -217,16 +251,9 @@ def tanh64(x):
     z = a * a
     small_num = a * z * fma(fma(_D_P2, z, _D_P1), z, _D_P0)
     small_den = fma(z + _D_Q2, z * z, fma(z, _D_Q1, _D_Q0))
-    # large: 1 - 2 (qx - px) / (2**n (qx + px) + (qx - px)); n = round(y / ln 2) by the
-    # 1.5 * 2**52 trick
+    # large: 1 - 2 (qx - px) / (2**n (qx + px) + (qx - px))
     c = a if a < _D_CLAMP else _D_CLAMP  # NaN: clamped too, replaced below
-    y = c + c
-    t = fma(y, _D_LOG2E, _D_ROUND)  # n in the low mantissa bits of t
-    fn = t - _D_ROUND
-    r = fma(fn, -_D_LN2_LO, fma(fn, -_D_LN2_HI, y))
-    rr = r * r
-    px = r * fma(fma(_D_EP2, rr, _D_EP1), rr, _D_EP0)
-    qx = fma(fma(_D_EQ3, rr, _D_EQ2), rr * rr, fma(_D_EQ1, rr, _D_EQ0))
+    t, px, qx = _exp_pade64(c + c)
     below = qx - px
     scale = _bits_to_float64((_float_bits(t) + np.int64(1023)) << np.int64(52))  # 2**n
     is_small = a < _D_SMALL
@@ -238,29 +265,125 @@ def tanh64(x):
 
 
 # ---------------------------------------------------------------------------------------------
+# exp and sigmoid
+
+_F_EXP_LOW, _F_EXP_HIGH = _F(-110.0), _F(89.0)  # e**x rounds to 0 below -103.98, to inf above 88.73
+_D_EXP_LOW, _D_EXP_HIGH = -750.0, 710.0  # e**x rounds to 0 below -745.14, to inf above 709.79
+_F_ROUND_BITS = np.int32(np.array(_F_ROUND).view(np.int32))  # t's bits = these + n
+_D_ROUND_BITS = np.int64(np.array(_D_ROUND).view(np.int64))
+
+
+@njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def _times_pow2_32(m, n):
+    """m * 2**n, m in [0.5, 2], n in [-160, 128], rounded once: by 2**(n // 2) (exact: the
+    result is normal) and then by 2**(n - n // 2), each a normal number, so a subnormal or an
+    infinite result comes out right, which 2**n as one float cannot."""
+    half = n >> np.int32(1)
+    first = _bits_to_float32((half + np.int32(127)) << np.int32(23))
+    return (m * first) * _bits_to_float32((n - half + np.int32(127)) << np.int32(23))
+
+
+@njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def _times_pow2_64(m, n):
+    """`_times_pow2_32` for float64: n in [-1085, 1025]."""
+    half = n >> np.int64(1)
+    first = _bits_to_float64((half + np.int64(1023)) << np.int64(52))
+    return (m * first) * _bits_to_float64((n - half + np.int64(1023)) << np.int64(52))
+
+
+@njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def exp32(x):
+    """e**x of one float32: 2**n e**r (`_exp_reduced32`) with x clamped where the result is
+    0 or inf anyway; e**(-inf) = 0, e**inf = inf, NaN stays NaN."""
+    c = x if x > _F_EXP_LOW else _F_EXP_LOW  # NaN: clamped too, replaced below
+    c = c if c < _F_EXP_HIGH else _F_EXP_HIGH
+    t, em1 = _exp_reduced32(c)
+    value = _times_pow2_32(em1 + _F_ONE, _float_bits(t) - _F_ROUND_BITS)
+    return x + x if x != x else value
+
+
+@njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def exp64(x):
+    """e**x of one float64: 2**n (qx + px) / (qx - px) (`_exp_pade64`), as Cephes'
+    1 + 2 px / (qx - px); clamped and special values as `exp32`."""
+    c = x if x > _D_EXP_LOW else _D_EXP_LOW  # NaN: clamped too, replaced below
+    c = c if c < _D_EXP_HIGH else _D_EXP_HIGH
+    t, px, qx = _exp_pade64(c)
+    value = _times_pow2_64(fma(_D_TWO, px / (qx - px), _D_ONE), _float_bits(t) - _D_ROUND_BITS)
+    return x + x if x != x else value
+
+
+@njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def sigmoid32(x):
+    """1 / (1 + e**-x) of one float32, from e = e**-|x| <= 1, which never overflows:
+    1 / (1 + e) for x >= 0, e / (1 + e) below (so sigmoid(-100) is e**-100, not 0)."""
+    e = exp32(-abs(x))
+    value = (_F_ONE if x >= _F(0.0) else e) / (_F_ONE + e)
+    return x + x if x != x else value
+
+
+@njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def sigmoid64(x):
+    """`sigmoid32` for float64."""
+    e = exp64(-abs(x))
+    value = (_D_ONE if x >= 0.0 else e) / (_D_ONE + e)
+    return x + x if x != x else value
+
+
+# ---------------------------------------------------------------------------------------------
 # dispatch by dtype, row kernels
 
 
-def tanh_scalar(x):
-    """tanh of one float32 or float64 inside `@njit` code (tanh32 or tanh64 by type)."""
-    raise NotImplementedError("tanh_scalar is for @njit code")
+def _by_dtype(name: str, for_float32, for_float64):
+    """A function of one float32 or float64 for `@njit` code: `for_float32` or `for_float64`
+    by the argument's type, inlined."""
+
+    def scalar(x):
+        raise NotImplementedError(f"{name} is for @njit code")
+
+    scalar.__name__ = scalar.__qualname__ = name
+
+    @overload(scalar, inline="always")
+    def _choose(x):
+        if x == types.float32:
+            return lambda x: for_float32(x)
+        if x == types.float64:
+            return lambda x: for_float64(x)
+        return None
+
+    return scalar
 
 
-@overload(tanh_scalar, inline="always")
-def _tanh_scalar(x):
-    if x == types.float32:
-        return lambda x: tanh32(x)
-    if x == types.float64:
-        return lambda x: tanh64(x)
-    return None
+tanh_scalar = _by_dtype("tanh_scalar", tanh32, tanh64)
+exp_scalar = _by_dtype("exp_scalar", exp32, exp64)
+sigmoid_scalar = _by_dtype("sigmoid_scalar", sigmoid32, sigmoid64)
+
+
+@njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def _map_rows(scalar, x, out, row_start, row_stop):
+    """out[r0:r1] = scalar(x[r0:r1]) elementwise. Inlined into each row kernel before typing,
+    so `scalar` is a direct call there (a function passed as a value would keep the caller out
+    of Numba's cache) and the loop is vectorized with the scalar function's body."""
+    check_rows2(x, out, row_start, row_stop)
+    for i in range(row_start, row_stop):
+        src, dst = x[i], out[i]
+        for j in range(src.shape[0]):
+            dst[j] = scalar(src[j])
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def tanh_rows(x, out, row_start, row_stop):
     """out[r0:r1] = tanh(x[r0:r1]) on 2-D views, float32 or float64."""
-    check_rows2(x, out, row_start, row_stop)
-    for i in range(row_start, row_stop):
-        src = x[i]
-        dst = out[i]
-        for j in range(src.shape[0]):
-            dst[j] = tanh_scalar(src[j])
+    _map_rows(tanh_scalar, x, out, row_start, row_stop)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def exp_rows(x, out, row_start, row_stop):
+    """out[r0:r1] = e**x[r0:r1]."""
+    _map_rows(exp_scalar, x, out, row_start, row_stop)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def sigmoid_rows(x, out, row_start, row_stop):
+    """out[r0:r1] = 1 / (1 + e**-x[r0:r1])."""
+    _map_rows(sigmoid_scalar, x, out, row_start, row_stop)

@@ -5,7 +5,18 @@ its builder is re-exported here, once: `__all__` lists the builders, and the pac
 re-exports exactly those as `pg.<name>` (`from .ops import *`).
 """
 
-from .math import add, add_n, matmul, multiply, reduce_mean, reduce_sum, relu, tanh
+from .math import (
+    add,
+    add_n,
+    exp,
+    matmul,
+    multiply,
+    reduce_mean,
+    reduce_sum,
+    relu,
+    sigmoid,
+    tanh,
+)
 from .registry import REGISTRY as REGISTRY
 from .registry import Cost as Cost
 from .registry import OpDef as OpDef
@@ -19,6 +30,7 @@ __all__ = [
     "add",
     "add_n",
     "constant",
+    "exp",
     "matmul",
     "multiply",
     "placeholder",
@@ -26,6 +38,7 @@ __all__ = [
     "reduce_mean",
     "reduce_sum",
     "relu",
+    "sigmoid",
     "tanh",
     "variable",
 ]

@@ -1,4 +1,5 @@
-"""Fused epilogues: `matmul -> add(bias) [-> relu | tanh]` run as one step, row block by row block.
+"""Fused epilogues: `matmul -> add(bias) [-> relu | tanh | sigmoid]` as one step, row block by
+row block.
 
 TensorFlow's oneDNN path fuses MatMul with its BiasAdd (and an activation); so do we, with
 `Config(fuse=True)`. The plan (`fuse_epilogues`, called by `plan.build_plan`) replaces such a
@@ -30,7 +31,7 @@ from ..graph import Op
 from .registry import Arrays, Bounds, Cost, OpDef, opdef, register
 
 #: Op types that can end a fused chain after the add.
-ACTIVATIONS = ("relu", "tanh")
+ACTIVATIONS = ("relu", "tanh", "sigmoid")
 FUSED = "fused"
 
 

@@ -196,21 +196,60 @@ class Relu(ElementwiseUnary):
         return np.maximum(args[0], 0).astype(op.dtype)
 
 
-@register
-class Tanh(ElementwiseUnary):
-    type = "tanh"
-    default_name = "Tanh"
+class VectorMathUnary(ElementwiseUnary):
+    """A unary op of `kernels.vecmath` (polynomial and rational vector code, within
+    `vecmath.ULP_BOUNDS` of the exact function): the CPU row kernel of its name, the GPU's
+    one-thread-an-element kernel of its name (`kernels.gpu.<type>_launches`, CUDA's libdevice),
+    and a NumPy reference computed in float64 (long double where that is float64 already is
+    not needed: the tests compare to a tolerance, the ulp bounds are tested on the kernels)."""
+
     flops_per_element = 20
-    flops_per_ns = 50.0  # kernels.vecmath: its polynomial in fma vector code (measured)
-    kernel_name = "tanh_rows"
+    flops_per_ns = 50.0  # kernels.vecmath: polynomials in fma vector code (measured)
+
+    @staticmethod
+    def numpy_function(x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
 
     def gpu_launches(
         self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
     ) -> list[Any]:
-        return kernels.gpu.tanh_launches(inputs[0].reshape(inputs[0].size), out.reshape(out.size))
+        launches = getattr(kernels.gpu, f"{self.type}_launches")
+        return launches(inputs[0].reshape(inputs[0].size), out.reshape(out.size))
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
-        return np.tanh(args[0]).astype(op.dtype)
+        with np.errstate(over="ignore", under="ignore"):
+            return self.numpy_function(np.asarray(args[0], np.float64)).astype(op.dtype)
+
+
+@register
+class Tanh(VectorMathUnary):
+    type = "tanh"
+    default_name = "Tanh"
+    kernel_name = "tanh_rows"
+    numpy_function = staticmethod(np.tanh)
+
+
+@register
+class Exp(VectorMathUnary):
+    type = "exp"
+    default_name = "Exp"
+    kernel_name = "exp_rows"
+    flops_per_element = 12  # no division in float32 (measured: benchmarks/elementwise.py)
+    numpy_function = staticmethod(np.exp)
+
+
+def sigmoid_reference(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + e**-x) without overflow: e**x / (1 + e**x) for x < 0."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+@register
+class Sigmoid(VectorMathUnary):
+    type = "sigmoid"
+    default_name = "Sigmoid"
+    kernel_name = "sigmoid_rows"
+    numpy_function = staticmethod(sigmoid_reference)
 
 
 @register
@@ -446,6 +485,16 @@ def relu(x: object, name: str | None = None) -> Tensor:
 def tanh(x: object, name: str | None = None) -> Tensor:
     """Hyperbolic tangent elementwise."""
     return build("tanh", (as_tensor(x),), name=name)
+
+
+def exp(x: object, name: str | None = None) -> Tensor:
+    """e**x elementwise (0 and inf where it underflows and overflows, NaN stays NaN)."""
+    return build("exp", (as_tensor(x),), name=name)
+
+
+def sigmoid(x: object, name: str | None = None) -> Tensor:
+    """The logistic function 1 / (1 + e**-x) elementwise, accurate in both tails."""
+    return build("sigmoid", (as_tensor(x),), name=name)
 
 
 def add_n(inputs: Sequence[object], name: str | None = None) -> Tensor:

@@ -45,7 +45,8 @@ By op; each op's launcher is ``<op>_launches``.
 * ``add``, ``multiply`` -- one thread per output element of the 2-D ``out``; ``b`` is the same
   shape, a bias over the last axis, or a 1-element scalar (read as ``b[col * step]`` with step 1
   or 0).
-* ``relu``, ``tanh``, ``accumulate`` -- one thread per element of 1-D arrays.
+* ``relu``, ``tanh``, ``exp``, ``sigmoid``, ``accumulate`` -- one thread per element of 1-D
+  arrays.
 * ``reduce_sum`` -- ``x`` seen as (outer, length, inner). With many outputs (or a short axis, or
   no scratch) one thread per output sums ``l`` in order in float64. With few outputs and a long
   axis, two passes through the scratch buffer: pass 1 gives each of ``chunks`` threads per
@@ -67,8 +68,10 @@ from . import launch
 from .elementwise import (
     accumulate_launches,
     add_launches,
+    exp_launches,
     multiply_launches,
     relu_launches,
+    sigmoid_launches,
     tanh_launches,
 )
 from .gemm import matmul_launches, matmul_scratch_size
@@ -99,6 +102,7 @@ __all__ = [
     "accumulate_launches",
     "add_launches",
     "cublas",
+    "exp_launches",
     "gemm",
     "launch",
     "launch_config",
@@ -111,5 +115,6 @@ __all__ = [
     "reduce_sum_launches",
     "relu_launches",
     "run_launches",
+    "sigmoid_launches",
     "tanh_launches",
 ]

@@ -1,5 +1,5 @@
-"""Elementwise kernels: add, multiply (same shape, bias over the last axis, scalar), relu, tanh
-and accumulate (add_n's fold), one thread per output element."""
+"""Elementwise kernels: add, multiply (same shape, bias over the last axis, scalar), relu, tanh,
+exp, sigmoid and accumulate (add_n's fold), one thread per output element."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def multiply_launches(a: DeviceArray, b: DeviceArray, out: DeviceArray) -> list[
 
 
 # ---------------------------------------------------------------------------------------------
-# relu, tanh, accumulate
+# relu, tanh, exp, sigmoid, accumulate
 
 
 @cuda.jit(cache=True)
@@ -88,6 +88,24 @@ def _tanh_kernel(x, out):
     j = cuda.grid(1)
     if j < out.size:
         out[j] = math.tanh(x[j])
+
+
+@cuda.jit(cache=True)
+def _exp_kernel(x, out):
+    j = cuda.grid(1)
+    if j < out.size:
+        out[j] = math.exp(x[j])
+
+
+@cuda.jit(cache=True)
+def _sigmoid_kernel(x, out):
+    """From e = e**-|x| (never overflows), as the CPU's `kernels.vecmath.sigmoid32`; the
+    quotient in float64 (a Python 1 promotes it), rounded once when stored."""
+    j = cuda.grid(1)
+    if j < out.size:
+        value = x[j]
+        e = math.exp(-abs(value))
+        out[j] = (1 if value >= 0 else e) / (1 + e)
 
 
 @cuda.jit(cache=True)
@@ -113,6 +131,16 @@ def relu_launches(x: DeviceArray, out: DeviceArray) -> list[Launch]:
 def tanh_launches(x: DeviceArray, out: DeviceArray) -> list[Launch]:
     """out = tanh(x) on 1-D arrays."""
     return _unary_launches(_tanh_kernel, x, out)
+
+
+def exp_launches(x: DeviceArray, out: DeviceArray) -> list[Launch]:
+    """out = e**x on 1-D arrays."""
+    return _unary_launches(_exp_kernel, x, out)
+
+
+def sigmoid_launches(x: DeviceArray, out: DeviceArray) -> list[Launch]:
+    """out = 1 / (1 + e**-x) on 1-D arrays."""
+    return _unary_launches(_sigmoid_kernel, x, out)
 
 
 def accumulate_launches(out: DeviceArray, x: DeviceArray) -> list[Launch]:
