@@ -2,6 +2,7 @@
 
     python benchmarks/core.py [--quick]
     python benchmarks/core.py --processes 9    # the tiny-op cost only, in 9 fresh processes
+    python benchmarks/core.py --run-overhead   # a run's fixed cost, with and without BLAS held
 
 1. Dispatch overhead per op on graphs of ~2,000 tiny ops (a chain and a fan-in tree), with
    tracing on and off, against Dask's threaded scheduler and a plain ThreadPoolExecutor running
@@ -306,6 +307,32 @@ def matmul_session_table(repeats: int) -> str:
     return table(header, rows)
 
 
+def run_overhead_table(repeats: int) -> str:
+    """us per `Session.run` of a two-op graph of Numba kernels (an add and a tanh on 8x8), as it
+    runs now (its plan calls no BLAS, so the run does not hold BLAS to one thread) against the
+    same session's plan told that it calls BLAS (what every run did before `Plan.calls_blas`),
+    interleaved; each sample is the mean of 200 runs."""
+    graph = pg.Graph("two-tiny-ops")
+    with graph.as_default():
+        fetch = pg.tanh(pg.constant(np.ones((8, 8), np.float32)) + 1.0)
+    sessions = {}
+    for label, holds in (("holds BLAS to 1 thread (before)", True), ("no BLAS hold (now)", False)):
+        session = pg.Session(graph, Config(inter_op_threads=1))
+        plan = session.plan_for(fetch)
+        object.__setattr__(plan, "calls_blas", holds)  # the frozen plan, for this comparison
+        sessions[label] = session
+
+    def two_hundred(session: pg.Session) -> None:
+        for _ in range(200):
+            session.run(fetch)
+
+    times = interleaved({k: lambda s=s: two_hundred(s) for k, s in sessions.items()}, repeats)
+    rows = [[k, f"{median(v) / 200 * 1e6:.1f}", spread(v)] for k, v in times.items()]
+    for session in sessions.values():
+        session.close()
+    return table(["run of a 2-op graph", "us per run", "IQR"], rows)
+
+
 def python_loop_ms() -> float:
     """A fixed piece of pure-Python work, timed: how fast this core runs Python right now."""
     start = time.perf_counter()
@@ -373,6 +400,9 @@ def main() -> None:
     parser.add_argument(
         "--matmul", action="store_true", help="only the matmul-through-a-Session table"
     )
+    parser.add_argument(
+        "--run-overhead", action="store_true", help="only the cost of a run with and without BLAS"
+    )
     args = parser.parse_args()
     repeats = 5 if args.quick else 15
     if args.matmul:
@@ -385,6 +415,9 @@ def main() -> None:
         ]
         print(f"cores: {os.cpu_count()}, numpy {np.__version__}, BLAS: {'; '.join(blas)}")
         print(matmul_session_table(repeats))
+        return
+    if args.run_overhead:
+        print(run_overhead_table(repeats * 3))
         return
     if args.tiny_here:
         import json

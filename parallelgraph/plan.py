@@ -104,6 +104,9 @@ class Plan:
     priority: tuple[int, ...] = ()
     #: The inverse: by_priority[rank] is the step index.
     by_priority: tuple[int, ...] = ()
+    #: Whether a CPU step may call BLAS (`OpDef.calls_blas`): only then does a run hold BLAS
+    #: to one thread (`executors.blas_threads`, ~10 us a run).
+    calls_blas: bool = True
 
     @property
     def uses_gpu(self) -> bool:
@@ -287,6 +290,7 @@ def build_plan(
             )
         )
     fetch_slots = tuple(slot_of[op.id] for op in fetches)
+    calls_blas = any(s.definition.calls_blas(s.op, config) for s in steps if not s.on_gpu)
     several_streams = len(set(streams.values())) > 1
     order = breadth_first([s.consumers for s in steps]) if several_streams else [*range(len(steps))]
     return Plan(
@@ -303,6 +307,7 @@ def build_plan(
         streams=(max(streams.values()) + 1) if streams else 0,
         priority=tuple(sorted(range(len(order)), key=order.__getitem__)),
         by_priority=tuple(order),
+        calls_blas=calls_blas,
     )
 
 

@@ -95,8 +95,10 @@ class ThreadsExecutor:
         # hold() inside the try and an idempotent release() in the finally: an interrupt
         # anywhere between them cannot leave the limit held (see executors.blas_threads).
         budget.caller = 1 if counted_for_the_run else 0  # also ends what an interrupt left
+        holds_blas = plan.calls_blas  # a plan of Numba kernels only needs no BLAS limit
         try:
-            BLAS_LIMIT.hold(run)
+            if holds_blas:
+                BLAS_LIMIT.hold(run)
             self._inter.run(run.work, workers)
             if gpu is not None and run.failure is None:
                 for slot in plan.fetch_slots:
@@ -106,7 +108,8 @@ class ThreadsExecutor:
             raise
         finally:
             budget.caller = 0
-            BLAS_LIMIT.release(run)
+            if holds_blas:
+                BLAS_LIMIT.release(run)
             if gpu is not None:
                 gpu.end_run(plan, record)
         return run

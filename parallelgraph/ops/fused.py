@@ -79,6 +79,9 @@ class FusedEpilogue(OpDef):
         for part, part_work in zip(covered(op), work):
             opdef(part.type).compute(part, part_work, shard, row_start, row_stop)
 
+    def calls_blas(self, op: Any, config: Any) -> bool:
+        return any(opdef(part.type).calls_blas(part, config) for part in covered(op))
+
     def merges_rows(self, op: Any, work: Any, shards: Bounds, groups: Bounds) -> bool:
         """Where every part's kernel gives the same bits over merged rows."""
         return all(

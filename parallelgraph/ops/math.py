@@ -54,6 +54,9 @@ class ElementwiseOp(OpDef):
     def kernel(self) -> Any:
         return getattr(kernels.elementwise, self.kernel_name)
 
+    def calls_blas(self, op: Any, config: Any) -> bool:
+        return False  # Numba row kernels only
+
     def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
         out = np.empty(op.shape, dtype=op.dtype)
         rows, columns = row_view_shape(op.shape)
@@ -259,6 +262,9 @@ class AddN(OpDef):
     type = "add_n"
     default_name = "AddN"
 
+    def calls_blas(self, op: Any, config: Any) -> bool:
+        return False  # the add and accumulate row kernels
+
     def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
         dtype = _same_dtype(inputs)
         shapes = {t.shape for t in inputs}
@@ -348,6 +354,9 @@ class MatMul(OpDef):
         kernel, a, b, out = work
         kernel(a, b, out, row_start, row_stop)
 
+    def calls_blas(self, op: Any, config: Any) -> bool:
+        return getattr(config, "matmul_kernel", "blas") != "numba"
+
     def merges_rows(self, op: Any, work: Any, shards: Bounds, groups: Bounds) -> bool:
         """The numba kernel: always (an element's arithmetic does not depend on the row range:
         kernels.matmul). BLAS: where a probe showed it (kernels.blas_rows)."""
@@ -379,6 +388,9 @@ class ReduceSum(OpDef):
     type = "reduce_sum"
     default_name = "Sum"
     flops_per_ns = 5.0  # eight float64 chains along the run (measured: benchmarks/cost_model.py)
+
+    def calls_blas(self, op: Any, config: Any) -> bool:
+        return False  # kernels.reduce
 
     def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
         shape, axis = inputs[0].shape, attrs["axis"]

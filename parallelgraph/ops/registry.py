@@ -90,6 +90,13 @@ class OpDef:
         """
         return False
 
+    def calls_blas(self, op: Any, config: Any) -> bool:
+        """Whether the op's CPU kernels may call BLAS, which a run then holds to one thread
+        (`executors.blas_threads`: holding and restoring it costs ~10 us a run, a quarter of
+        a one-op graph's run). True unless the op type knows better: an op nobody declared (a
+        user's) may call NumPy's matmul, whose bits depend on BLAS's thread count."""
+        return True
+
     def sharding(self, op: Any) -> tuple[OpDef, Any]:
         """Whose shapes decide this op's shard boundaries: its own (a fused op: its matmul's,
         so that its rows are cut exactly as the matmul alone would cut them)."""

@@ -84,6 +84,9 @@ class RandomNormal(OpDef):
     flops_per_element = 40
     flops_per_ns = 20.0  # the vectorized Philox and Box-Muller kernels (measured)
 
+    def calls_blas(self, op: Any, config: Any) -> bool:
+        return False
+
     def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
         return attrs["shape"], attrs["dtype"]
 
