@@ -186,3 +186,30 @@ def test_two_by_two_keeps_the_bits_and_counts_its_threads_out():
             sess.run(broken)
         assert np.array_equal(sess.run(out), reference)
         assert sess._executor.budget.busy == sess._executor.budget.caller == 0
+
+
+def test_ready_ops_claim_the_cores_that_idle_workers_will_take():
+    """Two independent matmuls ready at once on inter-op 2: the first to start offers no shard
+    to a helper, because the second worker takes the other one as soon as it wakes (three
+    threads on two cores otherwise); the second, with nothing left ready, may offer one.
+    Deterministic: only lane 0 works, so the second worker is idle throughout."""
+    from parallelgraph.executors.pools import CoreBudget
+    from parallelgraph.executors.scheduler import Run
+
+    graph = pg.Graph("two ready matmuls")
+    with graph.as_default():
+        a = pg.constant(np.ones((256, 256), np.float32))
+        out = pg.add(pg.matmul(a, a, name="first"), pg.matmul(a, a, name="second"), name="out")
+    with pg.Session(graph, pg.Config(inter_op_threads=2, intra_op_threads=2)) as session:
+        plan = session.plan_for(out)
+    assert sum(plan.expensive) >= 2
+    budget, free_at_start = CoreBudget(2), {}
+
+    def execute(step, lane):
+        budget.caller = 1  # as the executor states it for lane 0
+        free_at_start[step.op.name] = budget.free()
+        budget.caller = 0
+
+    Run(plan, [None] * plan.num_slots, execute, workers=2, budget=budget).work(0)
+    assert free_at_start == {"first": 0, "second": 1, "out": 1}
+    assert budget.claimed == 0

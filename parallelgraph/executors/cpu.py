@@ -88,13 +88,14 @@ class ThreadsExecutor:
             finally:
                 budget.leave()
 
-        run = Run(plan, values, execute, workers)
+        run = Run(plan, values, execute, workers, budget if counting else None)
         if gpu is not None:
             gpu.begin_run(plan)
         # BLAS_LIMIT is process-wide and reference counted: other sessions may run meanwhile.
         # hold() inside the try and an idempotent release() in the finally: an interrupt
         # anywhere between them cannot leave the limit held (see executors.blas_threads).
         budget.caller = 1 if counted_for_the_run else 0  # also ends what an interrupt left
+        budget.claimed = 0
         holds_blas = plan.calls_blas  # a plan of Numba kernels only needs no BLAS limit
         try:
             if holds_blas:
@@ -107,7 +108,7 @@ class ThreadsExecutor:
             run.abort(interrupt)  # idempotent; returns once no pool thread runs a step
             raise
         finally:
-            budget.caller = 0
+            budget.caller = budget.claimed = 0
             if holds_blas:
                 BLAS_LIMIT.release(run)
             if gpu is not None:

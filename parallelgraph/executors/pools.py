@@ -11,7 +11,8 @@
 - `CoreBudget(cores)`: the two pools share the cores, as TensorFlow's inter-op workers share one
   intra-op pool sized to the machine. A thread counts itself while it computes (an inter-op
   worker inside an op, a helper inside a job), and an op offers its shards only to as many
-  helpers as there are cores nobody computes on. So inter-op 2 / intra-op 2 on two cores runs
+  helpers as there are cores nobody computes on or is about to (a ready op an idle inter-op
+  worker will take claims a core: `scheduler.Run`). So inter-op 2 / intra-op 2 on two cores runs
   like inter-op 2 while two ops run at once and like intra-op 2 while one does, instead of
   three threads taking turns on two cores. The plan's shards are the same either way (a shard
   not offered is computed by the op's own thread), so outputs keep their bits.
@@ -158,6 +159,10 @@ class CoreBudget:
         self.busy = 0
         #: 1 while the run's calling thread computes an op (set by the executor, never counted)
         self.caller = 0
+        #: cores that ready ops will take as soon as idle inter-op workers wake (set by the
+        #: run's scheduler: `scheduler.Run._claim`; the executor states 0 when a run starts
+        #: and ends)
+        self.claimed = 0
         self._lock = threading.Lock()
 
     def enter(self) -> None:
@@ -169,7 +174,7 @@ class CoreBudget:
             self.busy -= 1
 
     def free(self) -> int:
-        return self.cores - self.busy - self.caller
+        return self.cores - self.busy - self.caller - self.claimed
 
 
 class IntraOpPool:

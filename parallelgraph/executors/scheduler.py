@@ -62,7 +62,14 @@ class Run:
     """One execution of a plan. Thread-safe: any number of workers may call `work` at once;
     lane 0 must be the calling thread (the one an interrupt can land in)."""
 
-    def __init__(self, plan: Plan, values: list[Any], execute: ExecuteStep, workers: int = 0):
+    def __init__(
+        self,
+        plan: Plan,
+        values: list[Any],
+        execute: ExecuteStep,
+        workers: int = 0,
+        budget: Any = None,
+    ):
         self.plan = plan
         #: How many workers will call `work` (0: not said). One worker runs `_alone`.
         self.workers = workers
@@ -75,6 +82,16 @@ class Run:
         self.expensive = plan.expensive if workers != 1 else ()
         self.ready = [self.priority[i] for i in plan.initial_ready]
         heapq.heapify(self.ready)
+        #: A `pools.CoreBudget` whose `claimed` this run keeps (None: nobody asks). Expensive
+        #: ready steps that idle workers will take as soon as they wake are cores spoken for:
+        #: an op starting meanwhile offers its shards to no helper for them (else, at the
+        #: start of a run of two ready ops, the first offered a shard to a helper in the
+        #: ~50-100 us before the second worker woke, and three threads shared two cores).
+        self.budget = budget
+        self.active = 0  # steps being executed, on any lane
+        self.ready_expensive = (
+            sum(1 for i in plan.initial_ready if self.expensive[i]) if (budget is not None) else 0
+        )
         self.uses = list(plan.slot_uses)
         self.remaining = len(plan.steps)
         #: Steps running on lanes >= 1 (see the module docstring: lane 0 is not counted).
@@ -123,8 +140,13 @@ class Run:
                     condition.wait()
                 if self.finished:
                     return
-                step = steps[by_priority[heapq.heappop(self.ready)]]
+                index = by_priority[heapq.heappop(self.ready)]
+                step = steps[index]
                 self.running += counted
+                if self.budget is not None:
+                    self.active += 1
+                    self.ready_expensive -= self.expensive[index]
+                    self._claim()
                 condition.release()
                 try:
                     value = self.execute(step, lane)
@@ -161,6 +183,13 @@ class Run:
         self.ready.clear()
         self.finished = True
 
+    def _claim(self) -> None:
+        """Tell the budget how many cores ready steps will take once idle workers wake: one per
+        expensive ready step, as far as there are workers not executing one (caller holds the
+        lock)."""
+        idle = self.workers - self.active
+        self.budget.claimed = max(0, min(self.ready_expensive, idle))
+
     def _complete(self, step: Step, value: Any, counted: int) -> None:
         """Store a value and release consumers (caller holds the lock)."""
         self.running -= counted
@@ -189,6 +218,10 @@ class Run:
         # Python under the GIL: all such released steps together are one worker's job (waking
         # a thread for each costs more than they do; Plan.expensive).
         released = released_cpu + released_other
+        if self.budget is not None:
+            self.active -= 1
+            self.ready_expensive += released_cpu
+            self._claim()
         if self.remaining == 0:
             self.finished = True
             self.condition.notify_all()
@@ -201,6 +234,10 @@ class Run:
         if self.failure is None:
             self.failure = (step, error)
         self.ready.clear()
+        if self.budget is not None:
+            self.active -= 1
+            self.ready_expensive = 0
+            self._claim()
         self._finish_if_idle()
 
     def _finish_if_idle(self) -> None:
@@ -219,6 +256,9 @@ class Run:
             if self.failure is None:
                 self.failure = (None, error)
             self.ready.clear()
+            if self.budget is not None:  # lane 0's counts may be half-updated: claim nothing
+                self.ready_expensive = 0
+                self.budget.claimed = 0
             while self.running:
                 self.condition.wait()
             self.finished = True
