@@ -135,25 +135,37 @@ def test_matmul_kernels_agree_with_float64_reference():
             np.testing.assert_allclose(sess.run(y), expected, rtol=1e-4, atol=1e-4)
 
 
-def test_a_sum_along_the_last_axis_is_exact_in_float64_for_every_tail_length():
-    """The last-axis reduction (axis=None or -1: inner size 1) runs in eight interleaved float64
-    partial sums; every length from 0 to 40 (every tail) agrees with math.fsum, and a NaN or an
-    infinity in the input comes out as NumPy's does."""
+@pytest.mark.parametrize("kernel", ["sum_middle", "sum_last"])
+def test_a_sum_along_the_last_axis_is_exact_in_float64_for_every_tail_length(kernel):
+    """The last-axis reduction (axis=None or -1: inner size 1) runs in `LANES` interleaved
+    float64 partial sums, on the 3-D view (`sum_middle`) or the 2-D one the op passes
+    (`sum_last`), from any start; every length up to three blocks and a bit (every tail) agrees
+    with math.fsum, the two kernels give the same bits, and a NaN or an infinity in the input
+    comes out as NumPy's does."""
     import math
 
-    from parallelgraph.kernels.reduce import sum_middle
+    from parallelgraph.kernels import reduce
+
+    def summed(x, start, stop):
+        acc = np.zeros((x.shape[0], 1))
+        if kernel == "sum_middle":
+            reduce.sum_middle(x, acc, 0, x.shape[0], start, stop)
+        else:
+            reduce.sum_last(x[:, :, 0], acc, 0, x.shape[0], start, stop, np.empty(reduce.LANES))
+        return acc
 
     rng = np.random.default_rng(3)
-    for length in range(41):
-        x = rng.standard_normal((2, length, 1)).astype(np.float32)
-        acc = np.zeros((2, 1))
-        sum_middle(x, acc, 0, 2, 0, length)
+    for length in range(3 * reduce.LANES + 9):
+        x = rng.standard_normal((2, length + 3, 1)).astype(np.float32)
+        acc = summed(x, 3, length + 3)
         for row in range(2):
-            exact = math.fsum(float(v) for v in x[row, :, 0])
+            exact = math.fsum(float(v) for v in x[row, 3:, 0])
             assert acc[row, 0] == pytest.approx(exact, rel=1e-12, abs=1e-12), length
+        other = np.zeros((2, 1))
+        reduce.sum_middle(x, other, 0, 2, 3, length + 3)
+        assert acc.tobytes() == other.tobytes()
     for bad, expected in ((np.nan, np.nan), (np.inf, np.inf)):
-        x = np.ones((1, 19, 1), dtype=np.float32)
-        x[0, 11, 0] = bad
-        acc = np.zeros((1, 1))
-        sum_middle(x, acc, 0, 1, 0, 19)
-        np.testing.assert_equal(acc[0, 0], expected)
+        for position in (11, 40, 70):
+            x = np.ones((1, 75, 1), dtype=np.float32)
+            x[0, position, 0] = bad
+            np.testing.assert_equal(summed(x, 0, 75)[0, 0], expected)
