@@ -17,10 +17,12 @@ import pytest
 import parallelgraph as pg
 from parallelgraph.config import Config
 from parallelgraph.ops import REGISTRY, OpDef, opdef
-from parallelgraph.ops.math import ElementwiseUnary
+from parallelgraph.ops.math import ElementwiseOp, ElementwiseUnary
 
-WHOLE_OPS = sorted(
-    name for name, definition in REGISTRY.items() if type(definition).whole is not OpDef.whole
+WHOLE_OPS = sorted(  # the elementwise ones; reductions: see the test at the end
+    name
+    for name, definition in REGISTRY.items()
+    if type(definition).whole is not OpDef.whole and isinstance(definition, ElementwiseOp)
 )
 
 SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 3e38, -3e38, 1.0])
@@ -329,3 +331,29 @@ def test_only_runs_that_may_call_blas_hold_its_thread_limit(monkeypatch):
     assert _holds_blas(monkeypatch, graph, product, Config(fuse=True))
     assert not _holds_blas(monkeypatch, graph, product, Config(matmul_kernel="numba"))
     assert _holds_blas(monkeypatch, graph, unknown, plain)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op_type", ["reduce_sum", "reduce_mean"])
+@pytest.mark.parametrize(
+    "shape, axis",
+    [((7, 5), None), ((7, 5), 0), ((7, 5), 1), ((2, 3, 4), 1), ((0, 5), 1), ((4, 0), 0),
+     ((1, 1), None), ((3, 70), -1), ((0,), None)],
+)  # fmt: skip
+def test_a_one_shard_reduction_gives_the_bits_of_the_sharded_path(op_type, shape, axis, dtype):
+    """reduce_sum and reduce_mean have the one-call path too: the same bits as prepare,
+    compute and finish, NaN and infinities included."""
+    graph = pg.Graph("tiny reduce")
+    with graph.as_default():
+        op = getattr(pg, op_type)(pg.placeholder(shape, dtype), axis=axis).op
+    definition = opdef(op_type)
+    args = [_value(shape, dtype, np.random.default_rng(3))]
+    with np.errstate(all="ignore"):
+        whole = definition.whole(op)(args)
+        expected = _slow_path(definition, op, args)
+    assert whole.shape == op.shape == expected.shape and whole.dtype == op.dtype
+    assert whole.tobytes() == expected.tobytes()
+    assert not np.shares_memory(whole, args[0])
+    if len(shape) == 2 and 0 not in shape:
+        for name, unusual in _unusual_layouts(args[0]).items():
+            assert definition.whole(op)([unusual]).tobytes() == expected.tobytes(), name
