@@ -321,9 +321,12 @@ class MatMul(OpDef):
     default_name = "MatMul"
     #: A multiple of every matmul kernel's register-tile height (kernels.matmul.ROW_ALIGN).
     row_align = 48
-    #: Each shard packs all of B again; below ~256 rows that costs more than a second thread
-    #: gains (benchmarks/RESULTS.md: 16 row blocks of a 512-row matmul lost 27% in BLAS).
-    min_shard_rows = 256
+    #: Each shard's call packs all of B again. Threads that take several consecutive shards
+    #: compute them in one call (`merges_rows`), so the shards of an op are as many calls as
+    #: threads take part; 128 rows lets a 256-row matmul use two threads (the wide graph at
+    #: medium, intra-op 2: 24.3 -> 20.6 ms; 64 rows: 22.0), where 256 kept it on one
+    #: (benchmarks/RESULTS.md, "Matmul shards of 128 rows").
+    min_shard_rows = 128
     flops_per_ns = 100.0
 
     def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
