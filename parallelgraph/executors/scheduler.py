@@ -144,9 +144,7 @@ class Run:
                 step = steps[index]
                 self.running += counted
                 if self.budget is not None:
-                    self.active += 1
-                    self.ready_expensive -= self.expensive[index]
-                    self._claim()
+                    self._claim(started=1, released=-self.expensive[index])
                 condition.release()
                 try:
                     value = self.execute(step, lane)
@@ -183,10 +181,13 @@ class Run:
         self.ready.clear()
         self.finished = True
 
-    def _claim(self) -> None:
-        """Tell the budget how many cores ready steps will take once idle workers wake: one per
-        expensive ready step, as far as there are workers not executing one (caller holds the
-        lock)."""
+    def _claim(self, started: int, released: int) -> None:
+        """Count `started` steps more in execution (-1: one ended) and `released` expensive
+        steps more in the ready queue (negative: taken out), and tell the budget how many cores
+        ready steps will take once idle workers wake: one per expensive ready step, as far as
+        there are workers not executing one (caller holds the lock)."""
+        self.active += started
+        self.ready_expensive += released
         idle = self.workers - self.active
         self.budget.claimed = max(0, min(self.ready_expensive, idle))
 
@@ -219,9 +220,7 @@ class Run:
         # a thread for each costs more than they do; Plan.expensive).
         released = released_cpu + released_other
         if self.budget is not None:
-            self.active -= 1
-            self.ready_expensive += released_cpu
-            self._claim()
+            self._claim(started=-1, released=released_cpu)
         if self.remaining == 0:
             self.finished = True
             self.condition.notify_all()
@@ -234,10 +233,8 @@ class Run:
         if self.failure is None:
             self.failure = (step, error)
         self.ready.clear()
-        if self.budget is not None:
-            self.active -= 1
-            self.ready_expensive = 0
-            self._claim()
+        if self.budget is not None:  # the ready queue was cleared
+            self._claim(started=-1, released=-self.ready_expensive)
         self._finish_if_idle()
 
     def _finish_if_idle(self) -> None:

@@ -22,18 +22,19 @@ def check_range(start, stop, size):
 @njit(nogil=True, cache=True, inline="always")
 def check_rows2(x, out, row_start, row_stop):
     """The rows exist in both 2-D views and have the same width."""
-    check_range(row_start, row_stop, min(x.shape[0], out.shape[0]))
-    if x.shape[1] != out.shape[1]:
-        raise IndexError("row kernel: operand widths differ")
+    _check_rows(min(x.shape[0], out.shape[0]), x, out, row_start, row_stop)
 
 
 @njit(nogil=True, cache=True, inline="always")
 def check_operand_rows(x, out, row_start, row_stop):
-    """Like `check_rows2`, for an operand that may be one row broadcast over every row (a bias
-    or a scalar: see `kernels.elementwise.operand_row`)."""
-    if x.shape[0] == 1:
-        check_range(row_start, row_stop, out.shape[0])
-    else:
-        check_range(row_start, row_stop, min(x.shape[0], out.shape[0]))
+    """`check_rows2` for an operand that may be one row every row reads (a bias or a scalar:
+    see `kernels.elementwise.operand_row`): then only `out` needs the rows."""
+    rows = out.shape[0] if x.shape[0] == 1 else min(x.shape[0], out.shape[0])
+    _check_rows(rows, x, out, row_start, row_stop)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _check_rows(rows, x, out, row_start, row_stop):
+    check_range(row_start, row_stop, rows)
     if x.shape[1] != out.shape[1]:
         raise IndexError("row kernel: operand widths differ")

@@ -45,6 +45,7 @@ class ElementwiseOp(OpDef):
     plan), straight on the arrays: the same bits without the work tuple and the views.
     """
 
+    blas_free = True  # Numba row kernels only
     #: Vectorized row kernels: their arithmetic is not what takes the time (measured with
     #: BYTES_PER_NS: benchmarks/RESULTS.md, "Cost model").
     flops_per_ns = 20.0
@@ -55,9 +56,6 @@ class ElementwiseOp(OpDef):
     @functools.cached_property
     def kernel(self) -> Any:
         return getattr(kernels.elementwise, self.kernel_name)
-
-    def calls_blas(self, op: Any, config: Any) -> bool:
-        return False  # Numba row kernels only
 
     def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
         out = np.empty(op.shape, dtype=op.dtype)
@@ -205,8 +203,8 @@ class VectorMathUnary(ElementwiseUnary):
     """A unary op of `kernels.vecmath` (polynomial and rational vector code, within
     `vecmath.ULP_BOUNDS` of the exact function): the CPU row kernel of its name, the GPU's
     one-thread-an-element kernel of its name (`kernels.gpu.<type>_launches`, CUDA's libdevice),
-    and a NumPy reference computed in float64 (long double where that is float64 already is
-    not needed: the tests compare to a tolerance, the ulp bounds are tested on the kernels)."""
+    and a NumPy reference computed in float64 (the op tests compare with it to a tolerance; the
+    ulp bounds are tested on the kernels themselves)."""
 
     flops_per_element = 20
     flops_per_ns = 50.0  # kernels.vecmath: polynomials in fma vector code (measured)
@@ -263,9 +261,7 @@ class AddN(OpDef):
 
     type = "add_n"
     default_name = "AddN"
-
-    def calls_blas(self, op: Any, config: Any) -> bool:
-        return False  # the add and accumulate row kernels
+    blas_free = True  # the add and accumulate row kernels
 
     def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
         dtype = _same_dtype(inputs)
@@ -386,6 +382,21 @@ class MatMul(OpDef):
         return (args[0].astype(np.float64) @ args[1].astype(np.float64)).astype(op.dtype)
 
 
+def _reduced_view(x: np.ndarray, outer: int, length: int, inner: int) -> np.ndarray:
+    """x as (outer, length, inner) around the reduced axis; (outer, length) when inner is 1,
+    whose contiguous rows `kernels.reduce.sum_last` sums as vectors."""
+    return x.reshape(outer, length) if inner == 1 else x.reshape(outer, length, inner)
+
+
+def _sum_into(x: np.ndarray, partial: np.ndarray, rows: tuple, lanes: Any) -> None:
+    """partial += the sums of x over `rows` (outer start, stop, length start, stop): along the
+    last axis in `lanes` (a float64 scratch of `kernels.reduce.LANES`), else row by row."""
+    if lanes is None:
+        kernels.reduce.sum_middle(x, partial, *rows)
+    else:
+        kernels.reduce.sum_last(x, partial, *rows, lanes)
+
+
 @register
 class ReduceSum(OpDef):
     """Sum over one axis or all of them, accumulated in float64 (see kernels.reduce)."""
@@ -393,9 +404,7 @@ class ReduceSum(OpDef):
     type = "reduce_sum"
     default_name = "Sum"
     flops_per_ns = 20.0  # vectorized float64 lanes (measured: benchmarks/reduce_sum.py)
-
-    def calls_blas(self, op: Any, config: Any) -> bool:
-        return False  # kernels.reduce
+    blas_free = True  # kernels.reduce
 
     def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
         shape, axis = inputs[0].shape, attrs["axis"]
@@ -431,10 +440,9 @@ class ReduceSum(OpDef):
     def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
         outer, length, inner = self.view(op)
         partials = np.zeros((num_shards if outer == 1 else 1, outer, inner), dtype=np.float64)
-        if inner == 1:  # the 2-D view, whose rows sum_last sums as vectors; a scratch a shard
-            lanes = np.empty((num_shards, kernels.reduce.LANES))
-            return args[0].reshape(outer, length), partials, lanes
-        return args[0].reshape(outer, length, inner), partials, None
+        # along the last axis: a scratch of lanes a shard (see _sum_into)
+        lanes = np.empty((num_shards, kernels.reduce.LANES)) if inner == 1 else None
+        return _reduced_view(args[0], outer, length, inner), partials, lanes
 
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         x, partials, lanes = work
@@ -443,10 +451,7 @@ class ReduceSum(OpDef):
         # disjoint output rows (none at all when outer is 0)
         rows = (0, 1, row_start, row_stop) if outer == 1 else (row_start, row_stop, 0, length)
         partial = partials[shard if outer == 1 else 0]
-        if lanes is None:
-            kernels.reduce.sum_middle(x, partial, *rows)
-        else:
-            kernels.reduce.sum_last(x, partial, *rows, lanes[shard])
+        _sum_into(x, partial, rows, None if lanes is None else lanes[shard])
 
     def finish(self, op: Any, work: Any) -> np.ndarray:
         x, partials, _ = work
@@ -468,11 +473,8 @@ class ReduceSum(OpDef):
 
         def summed(args: Arrays) -> np.ndarray:
             total = np.zeros((outer, inner))
-            if inner == 1:
-                lanes = np.empty(kernels.reduce.LANES)
-                kernels.reduce.sum_last(args[0].reshape(outer, length), total, *rows, lanes)
-            else:
-                kernels.reduce.sum_middle(args[0].reshape(outer, length, inner), total, *rows)
+            lanes = np.empty(kernels.reduce.LANES) if inner == 1 else None
+            _sum_into(_reduced_view(args[0], outer, length, inner), total, rows, lanes)
             return scale(total, length).astype(dtype).reshape(shape)
 
         return summed

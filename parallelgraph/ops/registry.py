@@ -54,6 +54,8 @@ class OpDef:
     flops_per_element: ClassVar[int] = 1
     #: Single-core arithmetic throughput the shard planner assumes for this op's kernel.
     flops_per_ns: ClassVar[float] = 1.0
+    #: True where the op's CPU kernels never call BLAS (see `calls_blas`).
+    blas_free: ClassVar[bool] = False
 
     def cost(self, op: Any) -> Cost:
         n = num_elements(op.shape)
@@ -95,7 +97,7 @@ class OpDef:
         (`executors.blas_threads`: holding and restoring it costs ~10 us a run, a quarter of
         a one-op graph's run). True unless the op type knows better: an op nobody declared (a
         user's) may call NumPy's matmul, whose bits depend on BLAS's thread count."""
-        return True
+        return not self.blas_free
 
     def sharding(self, op: Any) -> tuple[OpDef, Any]:
         """Whose shapes decide this op's shard boundaries: its own (a fused op: its matmul's,

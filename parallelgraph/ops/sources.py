@@ -83,9 +83,7 @@ class RandomNormal(OpDef):
     default_name = "RandomNormal"
     flops_per_element = 40
     flops_per_ns = 20.0  # the vectorized Philox and Box-Muller kernels (measured)
-
-    def calls_blas(self, op: Any, config: Any) -> bool:
-        return False
+    blas_free = True
 
     def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
         return attrs["shape"], attrs["dtype"]
