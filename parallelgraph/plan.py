@@ -105,7 +105,7 @@ class Plan:
     #: The inverse: by_priority[rank] is the step index.
     by_priority: tuple[int, ...] = ()
     #: Whether a CPU step may call BLAS (`OpDef.calls_blas`): only then does a run hold BLAS
-    #: to one thread (`executors.blas_threads`, ~10 us a run).
+    #: to one thread (`executors.blas_threads`: a few us a run).
     calls_blas: bool = True
 
     @property

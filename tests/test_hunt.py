@@ -422,6 +422,31 @@ def test_the_blas_limit_is_reference_counted_across_threads():
     assert blas_threads() == before and BLAS_LIMIT.holders == 0
 
 
+def test_the_blas_limit_sets_only_counts_above_one_and_ends_with_a_collected_owner(monkeypatch):
+    """A library already at one thread (OPENBLAS_NUM_THREADS=1) is neither set nor restored;
+    an owner collected without a release (an interrupt skipped it) ends its hold."""
+    from parallelgraph.executors import blas_threads as module
+
+    counts, calls = [1, 3], []
+
+    def library(index):
+        def set_(count):
+            calls.append((index, count))
+            counts[index] = count
+
+        return (lambda: counts[index]), set_
+
+    monkeypatch.setattr(module, "_counts", lambda: (library(0), library(1)))
+    limit = module.BlasThreadLimit()
+    owner = type("Run", (), {})()
+    limit.hold(owner)
+    limit.hold(owner)  # counts once
+    assert counts == [1, 1] and calls == [(1, 1)] and limit.holders == 1
+    del owner
+    gc.collect()
+    assert counts == [1, 3] and calls == [(1, 1), (1, 3)] and limit.holders == 0
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(IN_FRESH_PROCESS, reason="this is the fresh process")
 @pytest.mark.timeout(600)

@@ -314,9 +314,10 @@ def _holds_blas(monkeypatch, graph, fetch, config) -> bool:
 
 
 def test_only_runs_that_may_call_blas_hold_its_thread_limit(monkeypatch):
-    """Holding BLAS to one thread and restoring it costs ~20 us a run (a 2-op graph: 55 -> 32
-    us), so a plan of Numba kernels only skips it; a BLAS matmul, fused or not, and an op type
-    that does not say (a user's: it may call NumPy's matmul) keep it."""
+    """Holding BLAS to one thread and restoring it costs a run a few us (more after a kernel
+    has pushed the Python code out of the caches), so a plan of Numba kernels only skips it; a
+    BLAS matmul, fused or not, and an op type that does not say (a user's: it may call NumPy's
+    matmul) keep it."""
     from helpers import failing
 
     graph = pg.Graph("blas or not")

@@ -29,7 +29,7 @@ import contextlib
 import functools
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -52,17 +52,44 @@ def _set_threads(lib: Any, count: int) -> None:
     getattr(lib, "_real_set_num_threads", lib.set_num_threads)(count)
 
 
+Count = tuple[Callable[[], int], Callable[[int], Any]]
+
+
+def _direct(lib: Any) -> Count:
+    """(get, set) of one library's thread count: OpenBLAS's own C functions where its pool is
+    process-wide (its pthreads build: one C call each, ~0.2 us), else threadpoolctl's methods
+    (an OpenMP build's count is per thread, which those handle)."""
+    if getattr(lib, "internal_api", None) == "openblas" and lib.threading_layer != "openmp":
+        get = lib._get_symbol("openblas_get_num_threads")
+        set_ = lib._get_symbol("openblas_set_num_threads")
+        if get is not None and set_ is not None:
+            return get, set_
+    return lib.get_num_threads, functools.partial(_set_threads, lib)
+
+
+@functools.lru_cache(maxsize=1)
+def _counts() -> tuple[Count, ...]:
+    """(get, set) for each BLAS library loaded when first asked (as `_blas_libraries`)."""
+    return tuple(_direct(lib) for lib in _blas_libraries())
+
+
 class BlasThreadLimit:
     """The process-wide, reference-counted owner of the BLAS thread limit; see the module
     docstring. Thread-safe: any thread may hold and release at any time.
+
+    A run's cost: ~2 us to hold and release (C calls, a weak reference for the owner); it was
+    ~10 us through threadpoolctl's methods and a `weakref.finalize`, and three times that in a
+    run, where the matmul between has pushed the Python code out of the caches
+    (benchmarks/RESULTS.md, "A run's fixed cost"). A library already at one thread (a user's
+    OPENBLAS_NUM_THREADS=1) is neither set nor restored.
 
     >>> BLAS_LIMIT.hold(owner); ...; BLAS_LIMIT.release(owner)      # doctest: +SKIP
     """
 
     def __init__(self) -> None:
-        # Reentrant: a holder's finalizer may run (garbage collection) inside hold().
+        # Reentrant: a holder's weakref callback may run (garbage collection) inside hold().
         self._lock = threading.RLock()
-        self._holders: dict[int, weakref.finalize] = {}
+        self._holders: dict[int, weakref.ref] = {}
         self._limited = False
         self._saved: list[int] = []
 
@@ -72,20 +99,20 @@ class BlasThreadLimit:
         with self._lock:
             key = id(owner)
             if key not in self._holders:
-                self._holders[key] = weakref.finalize(owner, self._drop, key)
+                self._holders[key] = weakref.ref(owner, lambda _, key=key: self._drop(key))
             if not self._limited:
-                libraries = _blas_libraries()
-                self._saved = [lib.get_num_threads() for lib in libraries]
+                counts = _counts()
+                self._saved = [get() for get, _ in counts]
                 self._limited = True  # before changing: an interrupt then cannot lose _saved
-                for lib in libraries:
-                    _set_threads(lib, 1)
+                for (_, set_), saved in zip(counts, self._saved):
+                    if saved != 1:
+                        set_(1)
 
     def release(self, owner: object) -> None:
         """End `owner`'s hold; the last holder restores the saved counts. Idempotent."""
         with self._lock:
-            finalizer = self._holders.pop(id(owner), None)
-            if finalizer is not None:
-                finalizer.detach()
+            # A weak reference dropped here never calls back (its referent is not collected).
+            self._holders.pop(id(owner), None)
             self._restore_if_unheld()
 
     @property
@@ -101,8 +128,9 @@ class BlasThreadLimit:
     def _restore_if_unheld(self) -> None:
         if self._holders or not self._limited:
             return
-        for lib, count in zip(_blas_libraries(), self._saved):
-            _set_threads(lib, count)
+        for (_, set_), saved in zip(_counts(), self._saved):
+            if saved != 1:
+                set_(saved)
         self._limited = False  # after restoring: an interrupt before it leaves a retry
 
 

@@ -94,9 +94,10 @@ class OpDef:
 
     def calls_blas(self, op: Any, config: Any) -> bool:
         """Whether the op's CPU kernels may call BLAS, which a run then holds to one thread
-        (`executors.blas_threads`: holding and restoring it costs ~10 us a run, a quarter of
-        a one-op graph's run). True unless the op type knows better: an op nobody declared (a
-        user's) may call NumPy's matmul, whose bits depend on BLAS's thread count."""
+        (`executors.blas_threads`: holding and restoring it costs a few us a run, more in a
+        run whose kernels have pushed the Python code out of the caches). True unless the op
+        type knows better: an op nobody declared (a user's) may call NumPy's matmul, whose
+        bits depend on BLAS's thread count."""
         return not self.blas_free
 
     def sharding(self, op: Any) -> tuple[OpDef, Any]:
