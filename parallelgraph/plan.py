@@ -286,7 +286,7 @@ def build_plan(
                 cost=cost,
                 stream=streams.get(step_of[op.id]),
                 waits=waits.get(step_of[op.id], ()),
-                whole=definition.whole(op) if on_cpu and len(shards) == 1 else None,
+                whole=definition.whole(op, config) if on_cpu and len(shards) == 1 else None,
             )
         )
     fetch_slots = tuple(slot_of[op.id] for op in fetches)

@@ -358,3 +358,57 @@ def test_a_one_shard_reduction_gives_the_bits_of_the_sharded_path(op_type, shape
     if len(shape) == 2 and 0 not in shape:
         for name, unusual in _unusual_layouts(args[0]).items():
             assert definition.whole(op)([unusual]).tobytes() == expected.tobytes(), name
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kernel", ["blas", "numba"])
+@pytest.mark.parametrize("m, k, n", [(1, 1, 1), (7, 5, 3), (64, 33, 17), (0, 4, 3), (3, 0, 2)])
+def test_a_one_shard_matmul_gives_the_bits_of_the_sharded_path(m, k, n, kernel, dtype):
+    """matmul has the one-call path: the kernel `Config.matmul_kernel` names, on all rows of a
+    fresh output, as prepare / compute / finish call it; operands in any layout."""
+    graph = pg.Graph("tiny matmul")
+    with graph.as_default():
+        op = pg.matmul(pg.placeholder((m, k), dtype), pg.placeholder((k, n), dtype)).op
+    definition, config = opdef("matmul"), Config(matmul_kernel=kernel)
+    rng = np.random.default_rng(m * 100 + k)
+    args = [_value((m, k), dtype, rng), _value((k, n), dtype, rng)]
+    before = [arg.tobytes() for arg in args]
+    with np.errstate(all="ignore"):
+        whole = definition.whole(op, config)(args)
+        work = definition.prepare(op, args, 1, config)
+        definition.compute(op, work, 0, 0, m)
+        expected = definition.finish(op, work)
+    assert whole.shape == (m, n) and whole.dtype == op.dtype and whole.flags.c_contiguous
+    assert whole.tobytes() == expected.tobytes()
+    assert [arg.tobytes() for arg in args] == before
+    if m and k:
+        for name, unusual in _unusual_layouts(args[0]).items():
+            with np.errstate(all="ignore"):
+                again = definition.whole(op, config)([unusual, args[1]])
+            assert again.tobytes() == expected.tobytes(), name
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(1,), (7, 5), (2, 3, 4), (0, 5), ()], ids=str)
+def test_a_one_shard_random_normal_gives_the_bits_of_the_sharded_path(shape, dtype):
+    graph = pg.Graph("tiny normal")
+    with graph.as_default():
+        op = pg.random_normal(shape, mean=0.5, stddev=2.0, seed=7, dtype=dtype).op
+    definition = opdef("random_normal")
+    whole = definition.whole(op, Config())([])
+    assert whole.shape == op.shape and whole.dtype == op.dtype
+    assert whole.tobytes() == _slow_path(definition, op, []).tobytes()
+
+
+def test_one_shard_matmuls_and_random_normals_run_through_the_one_call_path():
+    graph = pg.Graph("small seed")
+    with graph.as_default():
+        x = pg.random_normal((64, 32), seed=1)
+        product = pg.matmul(x, pg.constant(np.ones((32, 16), np.float32)))
+    with pg.Session(graph, Config(inter_op_threads=1)) as session:
+        steps = session.plan_for(product).steps
+        assert all(step.whole is not None for step in steps if len(step.shards) == 1)
+        assert {step.op.type for step in steps if step.whole} >= {"matmul", "random_normal"}
+        value = session.run(product)
+    with pg.Session(graph, Config(executor="sequential")) as reference:
+        assert value.tobytes() == reference.run(product).tobytes()

@@ -75,7 +75,7 @@ class ElementwiseOp(OpDef):
         row whatever rows it is given.)"""
         return False
 
-    def whole(self, op: Any) -> Callable[[Arrays], np.ndarray]:
+    def whole(self, op: Any, config: Any = None) -> Callable[[Arrays], np.ndarray]:
         kernel, shape, dtype = self.kernel, op.shape, op.dtype
         rows, columns = row_view_shape(shape)
         if len(shape) == 2 and all(t.shape == shape for t in op.inputs):
@@ -341,15 +341,27 @@ class MatMul(OpDef):
         (m, k), n = op.inputs[0].shape, op.shape[1]
         return Cost(2 * m * k * n, (m * k + k * n + m * n) * op.dtype.itemsize)
 
+    @staticmethod
+    def kernel(config: Any) -> Callable[..., None]:
+        """The row-block kernel `Config.matmul_kernel` names."""
+        if getattr(config, "matmul_kernel", "blas") == "numba":
+            return kernels.matmul.matmul_rows_numba
+        return kernels.matmul.matmul_rows_blas
+
     def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
-        variant = getattr(config, "matmul_kernel", "blas")
-        kernel = (
-            kernels.matmul.matmul_rows_numba
-            if variant == "numba"
-            else kernels.matmul.matmul_rows_blas
-        )
         out = np.empty(op.shape, dtype=op.dtype)
-        return kernel, args[0], args[1], out
+        return self.kernel(config), args[0], args[1], out
+
+    def whole(self, op: Any, config: Any = None) -> Callable[[Arrays], np.ndarray]:
+        """One shard: the same kernel call on all rows, without the work tuple."""
+        kernel, shape, dtype, rows = self.kernel(config), op.shape, op.dtype, op.shape[0]
+
+        def product(args: Arrays) -> np.ndarray:
+            out = np.empty(shape, dtype)
+            kernel(args[0], args[1], out, 0, rows)
+            return out
+
+        return product
 
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         kernel, a, b, out = work
@@ -463,7 +475,7 @@ class ReduceSum(OpDef):
     def scale(self, total: np.ndarray, length: int) -> np.ndarray:
         return total
 
-    def whole(self, op: Any) -> Callable[[Arrays], np.ndarray]:
+    def whole(self, op: Any, config: Any = None) -> Callable[[Arrays], np.ndarray]:
         """One shard: `prepare`, `compute` of all rows and `finish` in one function (the same
         kernel call on the same rows into a zeroed total, the same scale and cast: the same
         bits), without the work tuple and the partials' bookkeeping (~10 us of a small sum)."""

@@ -109,16 +109,18 @@ class OpDef:
         """Turn the filled work into the output value (combine partials in shard order)."""
         return work[-1]
 
-    def whole(self, op: Any) -> Callable[[Arrays], np.ndarray] | None:
+    def whole(self, op: Any, config: Any = None) -> Callable[[Arrays], np.ndarray] | None:
         """The whole op as one function of its input arrays, for a step with a single shard:
-        the same bits as `prepare`, `compute` of shard 0 and `finish`, without their Python
-        work; None when the op type has no such path (the default).
+        the same bits as `prepare` (with `config`), `compute` of shard 0 and `finish`, without
+        their Python work; None when the op type has no such path (the default).
 
         Made once per plan step (the plan stores it as `Step.whole`), so everything that
         depends only on the op (kernel, shapes, the views it needs) is settled here and the
         call does only the computing. That Python work (an output, its 2-D views, the work
-        tuple, three calls) is ~2 us: nothing beside a real kernel, most of the cost of a
-        tiny op, and graphs of thousands of small ops are where it counts.
+        tuple, three calls) is ~2 us: most of the cost of a tiny op, and graphs of thousands
+        of small ops are where it counts. Beside a real kernel it costs ~3 times as much: the
+        kernel has pushed that Python code out of the caches (a 64x256x256 matmul's step:
+        benchmarks/RESULTS.md, "One call for matmul and random_normal").
         """
         return None
 

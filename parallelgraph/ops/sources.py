@@ -9,6 +9,7 @@ take a worker's time and do not appear in traces.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -88,21 +89,38 @@ class RandomNormal(OpDef):
     def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
         return attrs["shape"], attrs["dtype"]
 
-    def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
-        out = np.empty(op.shape, dtype=op.dtype)
+    @staticmethod
+    def kernel(op: Any) -> tuple[Callable[..., None], np.uint64, tuple[float, float]]:
+        """(row kernel, seed, (mean, stddev)): the vectorized kernels give the numbers of the
+        libm kernel `kernels.random.normal_rows` to float rounding (float64: a few ulp, no
+        longer bit-equal to the GPU's), ~6x faster."""
         seed = np.uint64(default_seed(op) & 0xFFFFFFFFFFFFFFFF)
-        mean, stddev = op.attrs["mean"], op.attrs["stddev"]
-        # The vectorized kernels: the numbers of the libm kernel `kernels.random.normal_rows`
-        # to float rounding (float64: a few ulp, no longer bit-equal to the GPU's), ~6x faster
         if op.dtype == np.float32:
             kernel = kernels.normal32.normal_rows32
         else:
             kernel = kernels.normal64.normal_rows64
-        return kernel, out.reshape(row_view_shape(op.shape)), seed, (mean, stddev), out
+        return kernel, seed, (op.attrs["mean"], op.attrs["stddev"])
+
+    def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
+        out = np.empty(op.shape, dtype=op.dtype)
+        kernel, seed, parameters = self.kernel(op)
+        return kernel, out.reshape(row_view_shape(op.shape)), seed, parameters, out
 
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         kernel, out2d, seed, parameters, _ = work
         kernel(out2d, seed, *parameters, row_start, row_stop)
+
+    def whole(self, op: Any, config: Any = None) -> Callable[[Arrays], np.ndarray]:
+        """One shard: the same kernel call on all rows, without the work tuple."""
+        kernel, seed, (mean, stddev) = self.kernel(op)
+        shape, dtype, view = op.shape, op.dtype, row_view_shape(op.shape)
+
+        def numbers(args: Arrays) -> np.ndarray:
+            out = np.empty(shape, dtype)
+            kernel(out.reshape(view), seed, mean, stddev, 0, view[0])
+            return out
+
+        return numbers
 
     def gpu_launches(
         self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
