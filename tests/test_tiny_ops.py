@@ -412,3 +412,24 @@ def test_one_shard_matmuls_and_random_normals_run_through_the_one_call_path():
         value = session.run(product)
     with pg.Session(graph, Config(executor="sequential")) as reference:
         assert value.tobytes() == reference.run(product).tobytes()
+
+
+@pytest.mark.parametrize("inter, intra", [(1, 1), (1, 2), (4, 1)])
+def test_a_lone_worker_calls_one_shard_steps_itself_unless_traced(monkeypatch, inter, intra):
+    """Untraced, on one worker, a one-shard step's `whole` is called by the loop itself (two
+    Python calls an op fewer: `Run.direct`); a traced run goes through `execute_step`, which
+    records each op. Both give the reference's bits."""
+    from parallelgraph.executors import cpu
+
+    graph, x = _chain(60)
+    with pg.Session(graph, Config(executor="sequential")) as reference_session:
+        reference = reference_session.run(x)
+    calls = []
+    real = cpu.execute_step
+    monkeypatch.setattr(cpu, "execute_step", lambda *args: (calls.append(1), real(*args))[1])
+    with pg.Session(graph, Config(inter_op_threads=inter, intra_op_threads=intra)) as session:
+        assert session.run(x).tobytes() == reference.tobytes()
+        assert calls == []
+        value, trace = session.run(x, trace=True)
+    assert value.tobytes() == reference.tobytes()
+    assert len(calls) == len(trace.ops()) > 60  # every op recorded, constants too

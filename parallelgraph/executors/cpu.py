@@ -88,7 +88,11 @@ class ThreadsExecutor:
             finally:
                 budget.leave()
 
-        run = Run(plan, values, execute, workers, budget if counting else None)
+        # Untraced CPU steps on a lone worker: `execute` is just `step.whole(inputs)` for
+        # one-shard steps (no record, no GPU copies, no core counting), which the loop calls
+        # itself (`Run.direct`).
+        direct = gpu is None and record is None and not counting
+        run = Run(plan, values, execute, workers, budget if counting else None, direct)
         if gpu is not None:
             gpu.begin_run(plan)
         # BLAS_LIMIT is process-wide and reference counted: other sessions may run meanwhile.

@@ -69,12 +69,17 @@ class Run:
         execute: ExecuteStep,
         workers: int = 0,
         budget: Any = None,
+        direct: bool = False,
     ):
         self.plan = plan
         #: How many workers will call `work` (0: not said). One worker runs `_alone`.
         self.workers = workers
         self.values = values
         self.execute = execute
+        #: The caller's word that `execute(step, lane)` is `step.whole(inputs)` for a step
+        #: that has one (no trace, no GPU, nobody to count cores for): a lone worker then calls
+        #: it itself, without the two Python calls around it (`_alone`).
+        self.direct = direct
         self.pending = list(plan.initial_pending)
         self.priority = plan.priority
         # Read by the many-worker loop only: a lone worker never asks (nor measures the
@@ -164,13 +169,17 @@ class Run:
         reader by `Plan.serial_frees`), since no other thread reads them. The same steps in
         the same order as `_loop`, at less cost per step; an op's failure ends the run the
         same way (no later step runs)."""
-        plan, values, execute = self.plan, self.values, self.execute
+        plan, values, execute, direct = self.plan, self.values, self.execute, self.direct
         steps = plan.steps
         done = 0
         for index, frees in zip(plan.serial_order, plan.serial_frees):
             step = steps[index]
             try:
-                values[step.slot] = execute(step, 0)
+                whole = step.whole if direct else None
+                if whole is not None:  # what execute would do, two calls fewer (~0.4 us)
+                    values[step.slot] = whole([values[slot] for slot in step.input_slots])
+                else:
+                    values[step.slot] = execute(step, 0)
             except BaseException as error:  # noqa: BLE001 - reported by the caller
                 self.failure = (step, error)
                 break
