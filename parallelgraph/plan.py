@@ -136,6 +136,11 @@ class Plan:
         )
 
     @functools.cached_property
+    def source_slots(self) -> frozenset[int]:
+        """The slots of `sources` (a fetched source is copied out of the run, not handed out)."""
+        return frozenset(slot for slot, _ in self.sources)
+
+    @functools.cached_property
     def cpu_steps(self) -> int:
         """How many steps run on the CPU (counted once per plan)."""
         return sum(1 for step in self.steps if not step.on_gpu)

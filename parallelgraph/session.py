@@ -162,15 +162,20 @@ class Session:
         Returns values in the same structure, or `(values, trace)` when `trace=True`. Raises
         GraphError (before anything runs) for bad fetches or feeds, OpError if a kernel fails.
         """
-        flat: list[Any] = []
-        rebuild = _flatten(fetches, flat)
-        # One op (or None, for an initializer) per leaf: a leaf may be a Tensor, "name" or
-        # "name:0".
-        leaf_ops = [
-            None if isinstance(f, VariablesInitializer) else self._check_fetch(f) for f in flat
-        ]
-        fetch_ops = [op for op in leaf_ops if op is not None]
-        feeds = self._check_feeds(feed_dict or {})
+        if type(fetches) is Tensor:  # one tensor, the common case: no structure to rebuild
+            rebuild = None
+            fetch_ops: list[Op] = [self._check_fetch(fetches)]
+            leaf_ops: list[Op | None] = [*fetch_ops]
+        else:
+            flat: list[Any] = []
+            rebuild = _flatten(fetches, flat)
+            # One op (or None, for an initializer) per leaf: a leaf may be a Tensor, "name" or
+            # "name:0".
+            leaf_ops = [
+                None if isinstance(f, VariablesInitializer) else self._check_fetch(f) for f in flat
+            ]
+            fetch_ops = [op for op in leaf_ops if op is not None]
+        feeds = self._check_feeds(feed_dict) if feed_dict else {}
         with self._run_lock:
             if self._running:  # only this thread can be inside while we hold the lock
                 raise RuntimeError(
@@ -189,7 +194,10 @@ class Session:
                 self.runs += 1
             finally:
                 self._running = False
-        output = rebuild(iter(_distinct_values(leaf_ops, results)))
+        if rebuild is None:
+            output = results[0]
+        else:
+            output = rebuild(iter(_distinct_values(leaf_ops, results)))
         return (output, run_trace) if trace else output
 
     def plan_for(self, fetches: Any, feed_dict: Mapping[Any, Any] | None = None) -> Plan:
@@ -206,7 +214,7 @@ class Session:
             return self._cached_plan(fetch_ops, feeds)
 
     def _cached_plan(self, fetch_ops: list[Op], feeds: dict[int, np.ndarray]) -> Plan:
-        key = (tuple(op.id for op in fetch_ops), frozenset(feeds))
+        key = (tuple([op.id for op in fetch_ops]), frozenset(feeds) if feeds else _NO_FEEDS)
         plan = self._plans.get(key)
         if plan is not None:
             self._plans.move_to_end(key)
@@ -264,7 +272,7 @@ class Session:
             raise OpError(
                 f"op {describe(step.op)} failed: {type(error).__name__}: {error}", step.op
             ) from error
-        source_slots = {slot for slot, _ in plan.sources}
+        source_slots = plan.source_slots
         results = [
             values[slot].copy() if slot in source_slots else values[slot]
             for slot in plan.fetch_slots
@@ -325,6 +333,9 @@ class Session:
             op = self._check_fetch(key)
             feeds[op.id] = _check_feed_value(op, value)
         return feeds
+
+
+_NO_FEEDS: frozenset[int] = frozenset()
 
 
 def _check_feed_value(op: Op, value: Any) -> np.ndarray:

@@ -80,12 +80,13 @@ class Run:
         #: that has one (no trace, no GPU, nobody to count cores for): a lone worker then calls
         #: it itself, without the two Python calls around it (`_alone`).
         self.direct = direct
-        self.pending = list(plan.initial_pending)
         self.priority = plan.priority
+        alone = workers == 1
         # Read by the many-worker loop only: a lone worker never asks (nor measures the
-        # hand-off cost that decides it: costs.inexpensive_ns).
-        self.expensive = plan.expensive if workers != 1 else ()
-        self.ready = [self.priority[i] for i in plan.initial_ready]
+        # hand-off cost that decides it: costs.inexpensive_ns), nor counts or queues (`_alone`).
+        self.expensive = plan.expensive if not alone else ()
+        self.pending = list(plan.initial_pending) if not alone else []
+        self.ready = [self.priority[i] for i in plan.initial_ready] if not alone else []
         heapq.heapify(self.ready)
         #: A `pools.CoreBudget` whose `claimed` this run keeps (None: nobody asks). Expensive
         #: ready steps that idle workers will take as soon as they wake are cores spoken for:
@@ -97,7 +98,7 @@ class Run:
         self.ready_expensive = (
             sum(1 for i in plan.initial_ready if self.expensive[i]) if (budget is not None) else 0
         )
-        self.uses = list(plan.slot_uses)
+        self.uses = list(plan.slot_uses) if not alone else []
         self.remaining = len(plan.steps)
         #: Steps running on lanes >= 1 (see the module docstring: lane 0 is not counted).
         self.running = 0
