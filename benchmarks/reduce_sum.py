@@ -3,7 +3,8 @@ interleaved, medians of repeats.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/reduce_sum.py [--repeats 31]
 
-For float32 inputs of 256x1024 (axis None, 1 and 0) and 64x128 (axis None): the op's time in
+For float32 inputs of 256x1024 (axis None, 1 and 0), 64x4096 (axis 0), 8x64x512 (axis 1) and
+64x128 (axis None): the op's time in
 a one-thread Session's trace (its kernel and the op's own Python work) and NumPy's float32 sum
 (pairwise, in float32: ours accumulates in float64, the more accurate). Results:
 benchmarks/RESULTS.md, "reduce_sum along the last axis".
@@ -23,7 +24,14 @@ from _common import median, spread, table
 
 import parallelgraph as pg
 
-CASES = [((256, 1024), None), ((256, 1024), 1), ((256, 1024), 0), ((64, 128), None)]
+CASES = [
+    ((256, 1024), None),
+    ((256, 1024), 1),
+    ((256, 1024), 0),
+    ((64, 4096), 0),
+    ((8, 64, 512), 1),
+    ((64, 128), None),
+]
 
 
 def main() -> None:
@@ -49,7 +57,7 @@ def main() -> None:
                 numpy_times.append((time.perf_counter() - start) * 1e6)
         rows.append(
             [
-                f"{shape[0]}x{shape[1]}, {axis}",
+                f"{'x'.join(map(str, shape))}, {axis}",
                 f"{median(ours):.1f} ({spread(ours)})",
                 f"{median(numpy_times):.1f} ({spread(numpy_times)})",
                 f"{median(ours) / median(numpy_times):.2f}",

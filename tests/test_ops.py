@@ -135,6 +135,29 @@ def test_matmul_kernels_agree_with_float64_reference():
             np.testing.assert_allclose(sess.run(y), expected, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+def test_a_sum_over_the_middle_axis_adds_rows_in_order_for_every_range(dtype, layout):
+    """Across rows (inner size > 1: axis 0 of a matrix, a middle axis), `sum_middle` adds four
+    rows a pass; each element still gets the one-row loop's float64 additions in order, so every
+    range [start, stop) of every length (all tails of a pass) gives the bits of adding its rows
+    one by one, for either dtype and a strided view too; NaN and infinities come through."""
+    from parallelgraph.kernels import reduce
+
+    rng = np.random.default_rng(5)
+    full = rng.standard_normal((3, 19, 14)).astype(dtype)
+    x = full[:, :, ::2] if layout == "strided" else full[:, :, :7]
+    x[1, 9, 3], x[2, 4, 0], x[2, 12, 6] = np.nan, np.inf, -np.inf
+    for start in range(4):
+        for stop in range(start, x.shape[1] + 1):
+            acc = np.full((3, 7), 0.25)
+            reduce.sum_middle(x, acc, 0, 3, start, stop)
+            expected = np.full((3, 7), 0.25)
+            for position in range(start, stop):
+                expected = expected + x[:, position, :].astype(np.float64)
+            assert acc.tobytes() == expected.tobytes(), (start, stop)
+
+
 @pytest.mark.parametrize("kernel", ["sum_middle", "sum_last"])
 def test_a_sum_along_the_last_axis_is_exact_in_float64_for_every_tail_length(kernel):
     """The last-axis reduction (axis=None or -1: inner size 1) runs in `LANES` interleaved

@@ -35,12 +35,24 @@ def sum_middle(x, acc, outer_start, outer_stop, length_start, length_stop):
         for o in range(outer_start, outer_stop):
             acc[o, 0] += _sum_run(x[o, :, 0], length_start, length_stop, parts)
         return
+    width = x.shape[2]
     for o in range(outer_start, outer_stop):
         row = acc[o]
-        for position in range(length_start, length_stop):
+        position = length_start
+        # Four rows a pass: each element's additions are the one-row loop's, in its order
+        # (((row + a) + b) + c) + d, so the same bits for any range; the running sum is
+        # loaded and stored once per four rows instead of once per row. 256x1024 float32 along
+        # axis 0: 61-76 us -> 29-35, NumPy's float32 sum 37-55 (benchmarks/reduce_sum.py).
+        while position + 4 <= length_stop:
+            a, b, c, d = x[o, position], x[o, position + 1], x[o, position + 2], x[o, position + 3]
+            for i in range(width):
+                row[i] = (((row[i] + a[i]) + b[i]) + c[i]) + d[i]
+            position += 4
+        while position < length_stop:
             src = x[o, position]
-            for i in range(src.shape[0]):
+            for i in range(width):
                 row[i] += src[i]
+            position += 1
 
 
 @njit(nogil=True, cache=True)
