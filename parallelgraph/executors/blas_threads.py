@@ -77,11 +77,11 @@ class BlasThreadLimit:
     """The process-wide, reference-counted owner of the BLAS thread limit; see the module
     docstring. Thread-safe: any thread may hold and release at any time.
 
-    A run's cost: ~2 us to hold and release (C calls, a weak reference for the owner); it was
-    ~10 us through threadpoolctl's methods and a `weakref.finalize`, and three times that in a
-    run, where the matmul between has pushed the Python code out of the caches
-    (benchmarks/RESULTS.md, "A run's fixed cost"). A library already at one thread (a user's
-    OPENBLAS_NUM_THREADS=1) is neither set nor restored.
+    A run's cost: ~5 us to hold and release in a tight loop (C calls, a weak reference for the
+    owner); it was ~10 us through threadpoolctl's methods and a `weakref.finalize`, and about
+    three times that inside a run, where the kernels between have pushed the Python code out of
+    the caches (benchmarks/RESULTS.md, "The BLAS hold made cheaper"). A library already at one
+    thread (a user's OPENBLAS_NUM_THREADS=1) is neither set nor restored.
 
     >>> BLAS_LIMIT.hold(owner); ...; BLAS_LIMIT.release(owner)      # doctest: +SKIP
     """

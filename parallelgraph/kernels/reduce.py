@@ -41,8 +41,9 @@ def sum_middle(x, acc, outer_start, outer_stop, length_start, length_stop):
         position = length_start
         # Four rows a pass: each element's additions are the one-row loop's, in its order
         # (((row + a) + b) + c) + d, so the same bits for any range; the running sum is
-        # loaded and stored once per four rows instead of once per row. 256x1024 float32 along
-        # axis 0: 61-76 us -> 29-35, NumPy's float32 sum 37-55 (benchmarks/reduce_sum.py).
+        # loaded and stored once per four rows instead of once per row: 0.67-0.86x the time
+        # of one row a pass, 0.67-0.90x NumPy's float32 sum (benchmarks/RESULTS.md,
+        # "reduce_sum across rows").
         while position + 4 <= length_stop:
             a, b, c, d = x[o, position], x[o, position + 1], x[o, position + 2], x[o, position + 3]
             for i in range(width):
