@@ -52,9 +52,9 @@ def _value(shape, dtype, rng):
     return np.asarray(values, dtype=dtype)
 
 
-def _slow_path(definition, op, args):
+def _slow_path(definition, op, args, config=None):
     """prepare, compute (all rows as shard 0) and finish: what the kernels do for any shard."""
-    work = definition.prepare(op, args, 1, Config())
+    work = definition.prepare(op, args, 1, config or Config())
     definition.compute(op, work, 0, 0, definition.rows(op))
     return definition.finish(op, work)
 
@@ -375,9 +375,7 @@ def test_a_one_shard_matmul_gives_the_bits_of_the_sharded_path(m, k, n, kernel, 
     before = [arg.tobytes() for arg in args]
     with np.errstate(all="ignore"):
         whole = definition.whole(op, config)(args)
-        work = definition.prepare(op, args, 1, config)
-        definition.compute(op, work, 0, 0, m)
-        expected = definition.finish(op, work)
+        expected = _slow_path(definition, op, args, config)
     assert whole.shape == (m, n) and whole.dtype == op.dtype and whole.flags.c_contiguous
     assert whole.tobytes() == expected.tobytes()
     assert [arg.tobytes() for arg in args] == before

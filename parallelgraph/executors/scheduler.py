@@ -81,13 +81,20 @@ class Run:
         #: it itself, without the two Python calls around it (`_alone`).
         self.direct = direct
         self.priority = plan.priority
-        alone = workers == 1
-        # Read by the many-worker loop only: a lone worker never asks (nor measures the
-        # hand-off cost that decides it: costs.inexpensive_ns), nor counts or queues (`_alone`).
-        self.expensive = plan.expensive if not alone else ()
-        self.pending = list(plan.initial_pending) if not alone else []
-        self.ready = [self.priority[i] for i in plan.initial_ready] if not alone else []
-        heapq.heapify(self.ready)
+        if workers == 1:
+            # A lone worker (`_alone`) keeps no ready queue, dependency counters or reader
+            # counts, and never asks what is expensive (nor measures the hand-off cost that
+            # decides it: costs.inexpensive_ns).
+            self.expensive: tuple[bool, ...] = ()
+            self.pending: list[int] = []
+            self.ready: list[int] = []
+            self.uses: list[int] = []
+        else:
+            self.expensive = plan.expensive
+            self.pending = list(plan.initial_pending)
+            self.ready = [self.priority[i] for i in plan.initial_ready]
+            heapq.heapify(self.ready)
+            self.uses = list(plan.slot_uses)
         #: A `pools.CoreBudget` whose `claimed` this run keeps (None: nobody asks). Expensive
         #: ready steps that idle workers will take as soon as they wake are cores spoken for:
         #: an op starting meanwhile offers its shards to no helper for them (else, at the
@@ -98,7 +105,6 @@ class Run:
         self.ready_expensive = (
             sum(1 for i in plan.initial_ready if self.expensive[i]) if (budget is not None) else 0
         )
-        self.uses = list(plan.slot_uses) if not alone else []
         self.remaining = len(plan.steps)
         #: Steps running on lanes >= 1 (see the module docstring: lane 0 is not counted).
         self.running = 0

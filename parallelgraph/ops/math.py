@@ -342,9 +342,13 @@ class MatMul(OpDef):
         return Cost(2 * m * k * n, (m * k + k * n + m * n) * op.dtype.itemsize)
 
     @staticmethod
-    def kernel(config: Any) -> Callable[..., None]:
+    def uses_numba(config: Any) -> bool:
+        """Whether `Config.matmul_kernel` names the Numba kernel (else: BLAS)."""
+        return getattr(config, "matmul_kernel", "blas") == "numba"
+
+    def kernel(self, config: Any) -> Callable[..., None]:
         """The row-block kernel `Config.matmul_kernel` names."""
-        if getattr(config, "matmul_kernel", "blas") == "numba":
+        if self.uses_numba(config):
             return kernels.matmul.matmul_rows_numba
         return kernels.matmul.matmul_rows_blas
 
@@ -368,7 +372,7 @@ class MatMul(OpDef):
         kernel(a, b, out, row_start, row_stop)
 
     def calls_blas(self, op: Any, config: Any) -> bool:
-        return getattr(config, "matmul_kernel", "blas") != "numba"
+        return not self.uses_numba(config)
 
     def merges_rows(self, op: Any, work: Any, shards: Bounds, groups: Bounds) -> bool:
         """The numba kernel: always (an element's arithmetic does not depend on the row range:

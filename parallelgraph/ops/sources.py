@@ -90,7 +90,7 @@ class RandomNormal(OpDef):
         return attrs["shape"], attrs["dtype"]
 
     @staticmethod
-    def kernel(op: Any) -> tuple[Callable[..., None], np.uint64, tuple[float, float]]:
+    def kernel_call(op: Any) -> tuple[Callable[..., None], np.uint64, tuple[float, float]]:
         """(row kernel, seed, (mean, stddev)): the vectorized kernels give the numbers of the
         libm kernel `kernels.random.normal_rows` to float rounding (float64: a few ulp, no
         longer bit-equal to the GPU's), ~6x faster."""
@@ -103,7 +103,7 @@ class RandomNormal(OpDef):
 
     def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
         out = np.empty(op.shape, dtype=op.dtype)
-        kernel, seed, parameters = self.kernel(op)
+        kernel, seed, parameters = self.kernel_call(op)
         return kernel, out.reshape(row_view_shape(op.shape)), seed, parameters, out
 
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
@@ -112,7 +112,7 @@ class RandomNormal(OpDef):
 
     def whole(self, op: Any, config: Any = None) -> Callable[[Arrays], np.ndarray]:
         """One shard: the same kernel call on all rows, without the work tuple."""
-        kernel, seed, (mean, stddev) = self.kernel(op)
+        kernel, seed, (mean, stddev) = self.kernel_call(op)
         shape, dtype, view = op.shape, op.dtype, row_view_shape(op.shape)
 
         def numbers(args: Arrays) -> np.ndarray:
