@@ -148,8 +148,10 @@ class Config:
     )
     soft_placement: bool = True
     matmul_kernel: str = field(default="blas", metadata={"choices": MATMUL_KERNELS})
-    #: Run matmul -> add(bias) [-> relu | tanh | sigmoid] as one step where nothing else needs the
-    #: intermediate values (see `parallelgraph.ops.fused`); outputs stay bit-identical.
+    #: Run matmul -> add(bias) [-> relu | tanh | sigmoid] as one step, and each group of
+    #: elementwise ops as one step and one kernel, where nothing else needs the intermediate
+    #: values (see `parallelgraph.ops.fused`, `parallelgraph.ops.fused_elementwise`); outputs
+    #: stay bit-identical.
     fuse: bool = False
     #: GPU plans: replay each untraced run's GPU work as one CUDA graph, captured after the
     #: plan's first run (see `parallelgraph.executors.cuda_graphs`); plain launches where that

@@ -2,8 +2,9 @@
 
 - **Pruning**: only ops that some fetch needs run; a fed tensor cuts the graph there.
 - **Fusion** (`Config(fuse=True)`): a matmul with its bias add and activation becomes one step
-  where nothing else needs the values in between (`ops/fused.py`); not under the dask executor,
-  whose tasks already run a chain of ops on one worker.
+  where nothing else needs the values in between (`ops/fused.py`), and so does a group of
+  elementwise ops, run by one small program (`ops/fused_elementwise.py`); not under the dask
+  executor, whose tasks already run a chain of ops on one worker.
 - **Order and dependencies**: the graph's op order is topological, so steps keep it, and each
   step knows its consumers and how many producing steps it waits for (its dependency count).
 - **Placement**: each op's device. Ops placed on gpu:0 run there when a GPU is usable (a real
@@ -38,6 +39,7 @@ from .errors import GraphError, describe
 from .executors.registry import executor_spec
 from .graph import Graph, Op
 from .ops.fused import fuse_epilogues
+from .ops.fused_elementwise import fuse_elementwise
 from .ops.registry import Cost, OpDef, opdef
 from .plan_notes import NoteKind, PlanNote
 from .streams import POLICIES, breadth_first, ready_walk
@@ -242,7 +244,9 @@ def build_plan(
             for op in needed
             if op.id not in fed_ids and not opdef(op.type).is_source
         }
-        needed = fuse_epilogues(needed, {op.id for op in fetches}, fed_ids, placed)
+        fetched_ids = {op.id for op in fetches}
+        needed = fuse_epilogues(needed, fetched_ids, fed_ids, placed)
+        needed = fuse_elementwise(needed, fetched_ids, fed_ids, placed)
     slot_of = {op.id: slot for slot, op in enumerate(needed)}
     step_of: dict[int, int] = {}
     sources, notes = [], []

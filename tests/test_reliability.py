@@ -76,9 +76,10 @@ def run(graph, fetches, config):
     intra=st.integers(1, 4),
     shard_all=st.booleans(),
     kernel=st.sampled_from(["blas", "numba"]),
+    fuse=st.booleans(),
 )
 def test_random_dags_match_the_sequential_reference_bit_for_bit(
-    dag, inter, intra, shard_all, kernel
+    dag, inter, intra, shard_all, kernel, fuse
 ):
     graph, fetches = dag
     saved = plan_module.MIN_SHARD_NS, MatMul.min_shard_rows
@@ -89,7 +90,9 @@ def test_random_dags_match_the_sequential_reference_bit_for_bit(
         actual = run(
             graph,
             fetches,
-            pg.Config(inter_op_threads=inter, intra_op_threads=intra, matmul_kernel=kernel),
+            pg.Config(
+                inter_op_threads=inter, intra_op_threads=intra, matmul_kernel=kernel, fuse=fuse
+            ),
         )
     finally:
         plan_module.MIN_SHARD_NS, MatMul.min_shard_rows = saved

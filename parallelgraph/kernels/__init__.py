@@ -27,6 +27,7 @@ _SUBMODULES = (
     "normal64",
     "matmul",
     "blas_rows",
+    "program",
     "gpu",
 )
 

@@ -33,11 +33,29 @@ from .registry import Arrays, Bounds, Cost, OpDef, opdef, register
 #: Op types that can end a fused chain after the add.
 ACTIVATIONS = ("relu", "tanh", "sigmoid")
 FUSED = "fused"
+#: A group of elementwise ops run by one program (`ops.fused_elementwise`).
+FUSED_ELEMENTWISE = "fused_elementwise"
+#: A fused op's label lists its parts up to this many; a longer one says its first and last.
+LISTED_PARTS = 4
 
 
 def covered(op: Op) -> tuple[Op, ...]:
     """The original ops a fused op runs (the op itself for any other op)."""
-    return op.attrs["covers"] if op.type == FUSED else (op,)
+    return op.attrs["covers"] if op.type in (FUSED, FUSED_ELEMENTWISE) else (op,)
+
+
+def joined(labels: list[str]) -> str:
+    """The parts' labels as one: "MatMul+Add+Relu", or "Add+...+Add_9 (10 ops)"."""
+    if len(labels) <= LISTED_PARTS:
+        return "+".join(labels)
+    return f"{labels[0]}+...+{labels[-1]} ({len(labels)} ops)"
+
+
+def fused_name(parts: Iterable[Op]) -> str:
+    """A fused op's name: the first part's full name, then the others' last components
+    ("net1/MatMul+Add+Relu"), so the timeline's bar says which ops it covers."""
+    first, *rest = parts
+    return joined([first.name, *(part.name.rsplit("/", 1)[-1] for part in rest)])
 
 
 @register
@@ -163,9 +181,8 @@ def fuse_epilogues(
             for tensor in part.inputs
             if tensor.op is not before
         )
-        name = "+".join([chain[0].name, *(part.name.rsplit("/", 1)[-1] for part in chain[1:])])
         fused_at[last.id] = dataclasses.replace(
-            last, type=FUSED, name=name, inputs=inputs, attrs={"covers": tuple(chain)}
+            last, type=FUSED, name=fused_name(chain), inputs=inputs, attrs={"covers": tuple(chain)}
         )
         dropped.update(part.id for part in chain[:-1])
     return [fused_at.get(op.id, op) for op in ops if op.id not in dropped]

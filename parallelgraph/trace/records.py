@@ -72,12 +72,13 @@ def events_from_records(plan: Plan, records: list[tuple[Any, ...]]) -> tuple[Tra
     value.
     """
     from ..ops.fused import covered as fused_parts
+    from ..ops.fused import joined
 
     described: dict[int, tuple[str, str]] = {}  # per plan step: (op type, shapes), once
     renamed: dict[str, str] = {}  # an op inside a fused step -> the step's op
     for index, step in enumerate(plan.steps):
         parts = fused_parts(step.op)
-        described[index] = ("+".join(part.type for part in parts), shapes_text(step.op))
+        described[index] = (joined([part.type for part in parts]), shapes_text(step.op))
         renamed.update((part.name, step.op.name) for part in parts if part is not step.op)
     events = [
         _copy_event(CopyRecord._make(raw))

@@ -1,0 +1,107 @@
+"""One kernel that runs a whole group of elementwise ops: a small program over column tiles.
+
+`Config(fuse=True)` turns a group of elementwise ops whose values in between nobody else reads
+(`ops.fused_elementwise`) into one step. Compiling a Numba function per group would cost a
+second or more per new graph (and seconds for a chain of 2,000 adds); instead this one kernel,
+compiled once per dtype and cached, *interprets* the group: `code` holds one instruction a row,
+`(opcode, destination, first operand, second operand)`, and for each row of the range and each
+tile of up to `TILE` columns the instructions run in order, each a SIMD loop over the tile.
+Values in between live in a few tile-sized registers (the planner reuses them:
+`ops.fused_elementwise.compile_group`), so they stay in the L1 cache and never reach memory.
+
+Operands: a value >= 0 is a register; a value < 0 is the external operand `-1 - value` of
+`operands`, a tuple of `MAX_OPERANDS` 2-D C-contiguous arrays of the output's width, each with
+the output's rows or ONE row every row reads (a bias, a scalar: `elementwise.operand_row`);
+unused places repeat an operand (a tuple of one fixed length keeps to one compiled kernel per
+dtype). Destination `OUTPUT` (-1) is `out`.
+
+**The same bits as the ops one by one**: each opcode's loop is the arithmetic of that op's row
+kernel, written with the same inlined functions (`elementwise._first_nan` for the NaN rule,
+`vecmath.tanh_scalar`, ...), and no `fastmath`: an element's value is a function of its
+operands alone (see `kernels.vecmath`), whatever the tile, the row range or the thread. A
+destination register is never one the instruction reads (the planner frees operand registers
+only after choosing the destination), so every loop reads and writes different arrays and
+LLVM vectorizes it without a run-time overlap check failing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .bounds import check_operand_rows
+from .elementwise import _first_nan
+from .vecmath import exp_scalar, sigmoid_scalar, tanh_scalar
+
+#: Opcodes. ADD also folds add_n's terms (its accumulate is the same `_first_nan(a, b, a + b)`).
+COPY, ADD, MULTIPLY, RELU, TANH, EXP, SIGMOID = range(7)
+#: The opcode of each elementwise op type a group may hold (add_n: ADD, or COPY for one term).
+OPCODES = {
+    "add": ADD,
+    "multiply": MULTIPLY,
+    "relu": RELU,
+    "tanh": TANH,
+    "exp": EXP,
+    "sigmoid": SIGMOID,
+}
+#: The destination that is the output array.
+OUTPUT = -1
+#: How many external operands a group may read (the length of `operands`).
+MAX_OPERANDS = 8
+#: Columns a register holds: 256 float64 are 2 KB, so a dozen registers stay in L1.
+TILE = 1024
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def run_program(code, registers_needed, operands, out, row_start, row_stop):
+    """Rows [row_start, row_stop) of `out` from the program `code` (int64, one instruction a
+    row: opcode, destination, operand, operand) over `operands`; `registers_needed` tiles of
+    scratch."""
+    for operand in operands:
+        check_operand_rows(operand, out, row_start, row_stop)
+    columns = out.shape[1]
+    registers = np.empty((max(registers_needed, 1), TILE), out.dtype)
+    for row in range(row_start, row_stop):
+        for start in range(0, columns, TILE):
+            width = min(TILE, columns - start)
+            for n in range(code.shape[0]):
+                opcode, target, first, second = code[n, 0], code[n, 1], code[n, 2], code[n, 3]
+                # Operands are picked here, not in a helper: an inlined function taking the
+                # tuple copies it, counting references of all its arrays (~100 ns a call).
+                if first >= 0:
+                    a = registers[first, :width]
+                else:
+                    operand = operands[-1 - first]
+                    a = operand[row if operand.shape[0] != 1 else 0, start : start + width]
+                if target == OUTPUT:
+                    dst = out[row, start : start + width]
+                else:
+                    dst = registers[target, :width]
+                if opcode == ADD or opcode == MULTIPLY:
+                    if second >= 0:
+                        b = registers[second, :width]
+                    else:
+                        operand = operands[-1 - second]
+                        b = operand[row if operand.shape[0] != 1 else 0, start : start + width]
+                    if opcode == ADD:
+                        for j in range(width):
+                            dst[j] = _first_nan(a[j], b[j], a[j] + b[j])
+                    else:
+                        for j in range(width):
+                            dst[j] = _first_nan(a[j], b[j], a[j] * b[j])
+                elif opcode == RELU:
+                    for j in range(width):
+                        value = a[j]
+                        dst[j] = value if not value <= 0 else 0  # as kernels.elementwise
+                elif opcode == TANH:
+                    for j in range(width):
+                        dst[j] = tanh_scalar(a[j])
+                elif opcode == EXP:
+                    for j in range(width):
+                        dst[j] = exp_scalar(a[j])
+                elif opcode == SIGMOID:
+                    for j in range(width):
+                        dst[j] = sigmoid_scalar(a[j])
+                else:  # COPY
+                    for j in range(width):
+                        dst[j] = a[j]

@@ -1,0 +1,228 @@
+"""Fused elementwise groups: connected elementwise ops of one shape as one step and one kernel.
+
+With `Config(fuse=True)` the plan (`fuse_elementwise`, after `fused.fuse_epilogues`) gathers
+add, multiply, relu, tanh, exp, sigmoid and add_n ops into groups: an op joins the group of its
+consumers when all of them are in that one group, it has their shape, its value is neither
+fetched nor fed, it runs on the same CPU device, and the group then still reads at most
+`kernels.program.MAX_OPERANDS` other values. A group of two or more ops becomes one op of type
+"fused_elementwise" in place of its last op (the one whose value leaves the group: its id, so
+consumers and slots are unchanged), named after the ops it covers, whose inputs are the values
+the group reads from outside.
+
+Its kernel is `kernels.program.run_program`: the group compiled here (`compile_group`) into a
+few instructions over tile-sized registers, so a chain of 2,000 tiny adds is one kernel call
+instead of 2,000 steps, and the values in between a larger group's ops stay in the cache
+instead of going to memory and back. Each instruction is its op's own arithmetic, so outputs
+are bit-identical to the unfused sequential reference (tests/test_fusion_elementwise.py).
+Shards are the group's output rows, cut as for any elementwise op.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from .. import kernels
+from ..devices import Device
+from ..dtypes import num_elements, row_view_shape
+from ..graph import Op, Tensor
+from .fused import FUSED_ELEMENTWISE, covered, fused_name
+from .math import _rows_of
+from .registry import Arrays, Cost, OpDef, opdef, register
+
+#: Op types a group may hold: the program's opcodes, and add_n (a fold of adds).
+GROUPED = ("add", "multiply", "relu", "tanh", "exp", "sigmoid", "add_n")
+
+
+@dataclasses.dataclass
+class _Group:
+    """Members in the making (latest op first), their ids, and the ids of the values they read
+    from outside."""
+
+    members: list[Op]
+    ids: set[int]
+    outside: set[int]
+
+
+def _reads(op: Op) -> set[int]:
+    return {tensor.op.id for tensor in op.inputs}
+
+
+def fuse_elementwise(
+    ops: list[Op], fetched: Iterable[int], fed: Iterable[int], device: dict[int, Device]
+) -> list[Op]:
+    """`ops` (a plan's ops in graph order) with each group of two or more elementwise ops
+    (module docstring) replaced by one fused op. Arguments as `fused.fuse_epilogues`."""
+    fetched, fed = set(fetched), set(fed)
+    consumers: dict[int, list[Op]] = {}
+    for op in ops:
+        for tensor in op.inputs:
+            consumers.setdefault(tensor.op.id, []).append(op)
+    group_of: dict[int, _Group] = {}
+    for op in reversed(ops):  # every consumer of an op comes before it here
+        if op.type not in GROUPED or op.id in fed or not device[op.id].is_cpu:
+            continue
+        users = consumers.get(op.id, [])
+        group = group_of.get(users[0].id) if users else None
+        joins = (
+            group is not None
+            and op.id not in fetched
+            and all(group_of.get(user.id) is group for user in users)
+            and op.shape == group.members[0].shape
+            and device[op.id] == device[group.members[0].id]
+        )
+        if joins:
+            outside = (group.outside - {op.id}) | (_reads(op) - group.ids)
+            joins = len(outside) <= kernels.program.MAX_OPERANDS
+        if joins:
+            group.members.append(op)
+            group.ids.add(op.id)
+            group.outside = outside
+        else:
+            group = _Group([op], {op.id}, _reads(op))
+        group_of[op.id] = group
+    fused_at: dict[int, Op] = {}
+    dropped: set[int] = set()
+    for group in {id(g): g for g in group_of.values()}.values():
+        if len(group.members) > 1:
+            last = group.members[0]
+            fused_at[last.id] = _fused_op(group.members[::-1])
+            dropped.update(op.id for op in group.members[1:])
+    return [fused_at.get(op.id, op) for op in ops if op.id not in dropped]
+
+
+def _fused_op(members: list[Op]) -> Op:
+    """The op that runs `members` (in graph order) in place of the last."""
+    inside = {op.id for op in members}
+    inputs: dict[int, Tensor] = {}
+    for op in members:
+        for tensor in op.inputs:
+            if tensor.op.id not in inside:
+                inputs.setdefault(tensor.op.id, tensor)
+    code, registers = compile_group(members, list(inputs))
+    last = members[-1]
+    return dataclasses.replace(
+        last,
+        type=FUSED_ELEMENTWISE,
+        name=fused_name(members),
+        inputs=tuple(inputs.values()),
+        attrs={"covers": tuple(members), "code": code, "registers": registers},
+    )
+
+
+def compile_group(members: list[Op], outside: list[int]) -> tuple[np.ndarray, int]:
+    """The program of `kernels.program` for `members` (graph order, the last one's value is the
+    output) reading the values of the op ids `outside` as operands 0, 1, ...; returns the code
+    and how many registers it uses.
+
+    A register is free again once the last instruction reading it has been given its own
+    destination (never before, so no instruction writes a register it reads); a chain of any
+    length needs two.
+    """
+    program = kernels.program
+    location = {op_id: -1 - k for k, op_id in enumerate(outside)}
+    readers = Counter(tensor.op.id for op in members for tensor in op.inputs)
+    reads_left: dict[int, int] = {}  # register -> reads still to come
+    free: list[int] = []
+    used = 0
+    code: list[tuple[int, int, int, int]] = []
+    for op in members:
+        steps = _steps(op, [location[tensor.op.id] for tensor in op.inputs])
+        previous = program.OUTPUT
+        for n, (opcode, operands) in enumerate(steps):
+            operands = [previous if source is None else source for source in operands]
+            final = n == len(steps) - 1
+            if final and op is members[-1]:
+                target = program.OUTPUT
+            elif free:
+                target = free.pop()
+            else:
+                target, used = used, used + 1
+            code.append((opcode, target, operands[0], operands[-1]))
+            for source in operands:
+                if source >= 0:
+                    reads_left[source] -= 1
+                    if reads_left[source] == 0:
+                        free.append(source)
+            if target >= 0:  # a partial sum is read once, by the next step
+                reads_left[target] = readers[op.id] if final else 1
+            previous = target
+        location[op.id] = previous
+    return np.array(code, dtype=np.int64).reshape(-1, 4), max(used, 1)
+
+
+def _steps(op: Op, sources: list[int]) -> list[tuple[int, list[int | None]]]:
+    """An op's instructions as (opcode, operands); None: the previous step's result. add_n
+    folds its terms left to right, ((x0 + x1) + x2) + ..., as its row kernels do."""
+    program = kernels.program
+    if op.type != "add_n":
+        return [(program.OPCODES[op.type], sources)]
+    if len(sources) == 1:
+        return [(program.COPY, sources)]
+    return [(program.ADD, sources[:2])] + [(program.ADD, [None, term]) for term in sources[2:]]
+
+
+def _program(op: Op) -> tuple[np.ndarray, int]:
+    """A fused op's code and register count (`compile_group`)."""
+    return op.attrs["code"], op.attrs["registers"]
+
+
+def _operands(args: Arrays, rows: int, columns: int) -> tuple[np.ndarray, ...]:
+    """The program's operand tuple: each value as 2-D C-contiguous rows (`math._rows_of`),
+    padded to `MAX_OPERANDS` with the first (one tuple type: one compiled kernel a dtype)."""
+    views = [np.ascontiguousarray(_rows_of(x, rows, columns)) for x in args]
+    return (*views, *[views[0]] * (kernels.program.MAX_OPERANDS - len(views)))
+
+
+@register
+class FusedElementwise(OpDef):
+    type = FUSED_ELEMENTWISE
+    default_name = "Fused"
+    blas_free = True  # kernels.program only
+    #: The elementwise rate of `ops.math.ElementwiseOp` (a group's vector-math parts run
+    #: faster per flop, so its time is overestimated: shards come out smaller, never larger).
+    flops_per_ns = 20.0
+
+    def cost(self, op: Any) -> Cost:
+        """The parts' arithmetic; memory traffic only for what the group reads and writes."""
+        flops = sum(opdef(part.type).cost(part).flops for part in covered(op))
+        reads = sum(num_elements(t.shape) * t.dtype.itemsize for t in op.inputs)
+        return Cost(flops, reads + num_elements(op.shape) * op.dtype.itemsize)
+
+    def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Any, np.dtype]:
+        last = attrs["covers"][-1]
+        return last.shape, last.dtype
+
+    def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
+        out = np.empty(op.shape, dtype=op.dtype)
+        rows, columns = row_view_shape(op.shape)
+        return _operands(args, rows, columns), _rows_of(out, rows, columns), out
+
+    def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
+        operands, out_rows, _ = work
+        kernels.program.run_program(*_program(op), operands, out_rows, row_start, row_stop)
+
+    def whole(self, op: Any, config: Any = None) -> Callable[[Arrays], np.ndarray]:
+        run_program, code, registers = kernels.program.run_program, *_program(op)
+        shape, dtype = op.shape, op.dtype
+        rows, columns = row_view_shape(shape)
+
+        def fused(args: Arrays) -> np.ndarray:
+            out = np.empty(shape, dtype)
+            operands = _operands(args, rows, columns)
+            run_program(code, registers, operands, _rows_of(out, rows, columns), 0, rows)
+            return out
+
+        return fused
+
+    def reference(self, op: Any, args: Arrays) -> np.ndarray:
+        """Each covered op's NumPy reference in turn."""
+        values = {tensor.op.id: value for tensor, value in zip(op.inputs, args)}
+        for part in covered(op):
+            operands = [values[tensor.op.id] for tensor in part.inputs]
+            values[part.id] = opdef(part.type).reference(part, operands)
+        return values[covered(op)[-1].id]

@@ -1,0 +1,211 @@
+"""Config(fuse=True) on elementwise ops: a group of them runs as one step and one kernel
+(`ops.fused_elementwise`, `kernels.program`), bit for bit as the unfused sequential reference,
+on every kernel, dtype, operand kind, NaN payload and shard split; only ops whose values
+nobody else needs join a group."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import parallelgraph as pg
+from parallelgraph import plan as plan_module
+from parallelgraph.kernels import program
+from parallelgraph.ops.fused import covered
+from parallelgraph.ops.fused_elementwise import compile_group
+
+SETTINGS = [(1, 1), (2, 1), (1, 2), (2, 2)]
+NAN_PAYLOADS = np.array([0x7FC00001, 0xFFC00002, 0x7F800001], np.uint32)  # quiet, -quiet, sNaN
+
+
+def reference(graph, fetch, feed=None):
+    with pg.Session(graph, pg.Config(executor="sequential")) as session:
+        return session.run(fetch, feed_dict=feed)
+
+
+def assert_same_bits(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes()
+
+
+def chain(length, shape=(1, 1)):
+    graph = pg.Graph()
+    with graph.as_default():
+        x = pg.random_normal(shape, seed=1)
+        one = pg.constant(np.full(shape, 0.25, np.float32))
+        for _ in range(length):
+            x = pg.add(x, one)
+    return graph, x
+
+
+def test_a_chain_of_adds_is_one_step_with_the_reference_bits():
+    graph, out = chain(500)
+    expected = reference(graph, out)
+    for inter, intra in SETTINGS:
+        config = pg.Config(inter_op_threads=inter, intra_op_threads=intra, fuse=True)
+        with pg.Session(graph, config) as session:
+            assert [s.op.type for s in session.plan_for(out).steps] == [
+                "random_normal",
+                "fused_elementwise",
+            ]
+            assert_same_bits(session.run(out), expected)
+            _, trace = session.run(out, trace=True)
+    fused = trace.ops()[-1]
+    assert fused.name == "Add+...+Add_499 (500 ops)"
+    assert fused.op_type == "add+...+add (500 ops)" and fused.flops == 500
+
+
+def operand_values(shape, dtype, seed):
+    """Normal values with NaN payloads of both signs, infinities and signed zeros mixed in."""
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal(shape).astype(dtype) * 3
+    flat = values.reshape(-1)
+    specials = [np.inf, -np.inf, 0.0, -0.0, 80.0, -80.0]
+    for index, special in zip(rng.choice(flat.size, min(flat.size, 6), replace=False), specials):
+        flat[index] = special
+    if dtype == "float32":
+        nans = NAN_PAYLOADS.view(np.float32)
+    else:
+        nans = (NAN_PAYLOADS.astype(np.uint64) << np.uint64(29)).view(np.float64)
+        nans = np.where(np.isnan(nans), nans, np.float64("nan"))
+    for index, nan in zip(rng.choice(flat.size, min(flat.size, 3), replace=False), nans):
+        flat[index] = nan
+    return values
+
+
+def every_kind(dtype, shape):
+    """One group using every opcode and operand kind: a bias, a scalar, a value read twice,
+    add_n of one, two and four terms, and a value read by two ops of the group."""
+    graph = pg.Graph()
+    with graph.as_default():
+        x = pg.constant(operand_values(shape, dtype, 1))
+        y = pg.constant(operand_values(shape, dtype, 2))
+        bias = pg.constant(operand_values(shape[-1:], dtype, 3))
+        scalar = pg.constant(np.array(-0.5, dtype))
+        a = pg.tanh(x + bias)
+        b = pg.multiply(a, scalar)
+        c = pg.sigmoid(b) * pg.exp(y)
+        d = pg.relu(c + c)
+        e = pg.add_n([d])
+        f = pg.add_n([e, a])
+        out = pg.add_n([f, pg.relu(a), y, pg.tanh(d)])
+    return graph, out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(1,), (3, 5), (40, 1100), (2, 3, 7)])
+@pytest.mark.parametrize("shard_all", [False, True])
+def test_every_op_kind_gives_the_reference_bits(dtype, shape, shard_all, monkeypatch):
+    if shard_all:  # every op with rows split, however small: shards inside the program
+        monkeypatch.setattr(plan_module, "MIN_SHARD_NS", 1)
+    graph, out = every_kind(dtype, shape)
+    expected = reference(graph, out)
+    for inter, intra in SETTINGS:
+        config = pg.Config(inter_op_threads=inter, intra_op_threads=intra, fuse=True)
+        with pg.Session(graph, config) as session:
+            steps = session.plan_for(out).steps
+            assert [s.op.type for s in steps] == ["fused_elementwise"]
+            assert_same_bits(session.run(out), expected)
+    assert (len(steps[0].shards) > 1) == (shard_all and len(shape) > 1 and shape[0] > 1)
+    tolerance = 1e-5 if dtype == "float32" else 1e-12  # absolute too: sums cancel
+    np.testing.assert_allclose(  # and the NumPy composition of the ops
+        *[v.astype(np.float64) for v in (expected, fused_reference(graph, out))],
+        rtol=tolerance,
+        atol=tolerance,
+    )
+
+
+def fused_reference(graph, out):
+    """`FusedElementwise.reference`: the parts' NumPy references in turn."""
+    with pg.Session(graph, pg.Config(fuse=True)) as session:
+        step = session.plan_for(out).steps[0]
+        args = [session.run(tensor) for tensor in step.op.inputs]
+    with np.errstate(all="ignore"):
+        return step.definition.reference(step.op, args)
+
+
+def test_only_values_nobody_else_needs_join_a_group():
+    graph = pg.Graph()
+    with graph.as_default():
+        x = pg.random_normal((16, 8), seed=3)
+        fetched = pg.tanh(x + 1.0)  # fetched: its value must stay
+        shared = pg.relu(fetched)  # read by the matmul too
+        product = pg.matmul(shared, pg.variable((8, 8), name="w"))
+        fed = pg.exp(shared)
+        out = pg.sigmoid(pg.add(fed, pg.tanh(product)))  # tanh: no matmul epilogue
+        narrow = pg.reduce_sum(out, axis=0)  # another shape: a reduction between two groups
+        last = pg.tanh(pg.relu(out) + narrow)
+    with pg.Session(graph, pg.Config(fuse=True)) as session:
+        plan = session.plan_for([fetched, last])
+        by_type = [(s.op.type, [p.name for p in covered(s.op)]) for s in plan.steps]
+        assert by_type == [
+            ("random_normal", ["RandomNormal"]),
+            ("fused_elementwise", ["Add", "Tanh"]),
+            ("relu", ["Relu"]),
+            ("matmul", ["MatMul"]),
+            ("fused_elementwise", ["Exp", "Tanh_1", "Add_1", "Sigmoid"]),
+            ("reduce_sum", ["Sum"]),
+            ("fused_elementwise", ["Relu_1", "Add_2", "Tanh_2"]),
+        ]
+        values = session.run([fetched, last])
+        feed = {fed: np.full((16, 8), 0.5, np.float32)}
+        fed_plan = session.plan_for(last, feed)  # the fed exp is no step; the rest still fuses
+        assert "Exp" not in {p.name for s in fed_plan.steps for p in covered(s.op)}
+        fed_value = session.run(last, feed_dict=feed)
+    for got, want in zip(values, reference(graph, [fetched, last])):
+        assert_same_bits(got, want)
+    assert_same_bits(fed_value, reference(graph, last, feed))
+
+
+def test_a_group_reads_at_most_eight_values():
+    graph = pg.Graph()
+    with graph.as_default():
+        x = pg.random_normal((4, 6), seed=5)
+        for k in range(20):  # each add reads a value of its own
+            x = x + pg.constant(np.full((4, 6), k, np.float32))
+    with pg.Session(graph, pg.Config(fuse=True)) as session:
+        fused = [s.op for s in session.plan_for(x).steps if s.op.type == "fused_elementwise"]
+        value = session.run(x)
+    assert sum(len(op.attrs["covers"]) for op in fused) == 20 and len(fused) == 3
+    assert all(len(op.inputs) <= program.MAX_OPERANDS for op in fused)
+    assert_same_bits(value, reference(graph, x))
+
+
+def instructions(members):
+    outside = list(
+        dict.fromkeys(t.op.id for op in members for t in op.inputs if t.op not in members)
+    )
+    return compile_group(members, outside)
+
+
+def test_registers_are_reused_and_no_instruction_writes_what_it_reads():
+    graph, _ = chain(50)
+    adds = [op for op in graph.ops if op.type == "add"]
+    code, registers = instructions(adds)
+    assert registers == 2 and code.shape == (50, 4) and code[-1, 1] == program.OUTPUT
+    graph, _ = every_kind("float32", (3, 5))
+    members = [op for op in graph.ops if op.type != "constant"]
+    code, registers = instructions(members)
+    assert registers <= 4
+    for opcode, target, first, second in code:
+        reads = {first, second} if opcode in (program.ADD, program.MULTIPLY) else {first}
+        assert target < 0 or target not in reads
+
+
+def test_the_kernel_refuses_rows_outside_its_arrays():
+    out = np.empty((3, 4), np.float32)
+    operands = (np.ones((3, 4), np.float32),) * program.MAX_OPERANDS
+    code = np.array([[program.TANH, program.OUTPUT, -1, 0]], np.int64)
+    with pytest.raises(IndexError, match="out of bounds"):
+        program.run_program(code, 1, operands, out, 1, 4)
+    with pytest.raises(IndexError, match="widths differ"):
+        program.run_program(code, 1, (np.ones((3, 5), np.float32),) * 8, out, 0, 3)
+
+
+def test_a_chain_of_20000_adds_plans_and_runs_as_one_step():
+    graph, out = chain(20_000, shape=(2, 3))
+    with pg.Session(graph, pg.Config(fuse=True)) as session:
+        steps = session.plan_for(out).steps
+        value = session.run(out)
+    assert len(steps) == 2 and steps[1].op.attrs["registers"] == 2
+    assert_same_bits(value, reference(graph, out))
