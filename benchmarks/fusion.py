@@ -1,11 +1,14 @@
-"""Fused epilogues (`Config(fuse=True)`) against unfused, side by side in one run.
+"""Fusion (`Config(fuse=True)`) against unfused, side by side in one run.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/fusion.py
-        [--workloads seed,mlp] [--sizes medium,large] [--repeats 15]
+        [--workloads seed,mlp,chain,activations] [--sizes medium,large] [--repeats 15]
 
-The workloads are `benchmarks/vs_peers.py`'s (the seed graph: matmul -> add bias -> matmul; the
-MLP: tanh(x @ w1 + b1) then relu(. @ w2 + b2), three branches), so what fusion covers there is
-matmul+add and matmul+add+tanh / +relu. For each workload, size and inter/intra setting in
+The workloads seed, mlp and chain are `benchmarks/vs_peers.py`'s (the seed graph: matmul -> add
+bias -> matmul; the MLP: tanh(x @ w1 + b1) then relu(. @ w2 + b2), three branches; a chain of
+2,000 tiny adds), so what fusion covers there is matmul+add, matmul+add+tanh / +relu and a
+group of 1,999 adds. `activations` is elementwise only, one group of nine ops on a
+random_normal: relu(tanh(x * sigmoid(x) + b)) + exp(x * -0.5) * 0.25 (sizes as the MLP's
+batch x hidden; chain has no size). For each workload, size and inter/intra setting in
 {1, 2}^2 a session with fuse on and one with it off are measured interleaved
 (`measure_interleaved`: `--repeats` rounds after 2 warm-ups), with the package's one speed-up
 rule (median ratio with its bootstrap 95% CI and verdict). Issue 24, item 5. Results:
@@ -18,8 +21,10 @@ import argparse
 import os
 import sys
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vs_peers import MLP_SIZES, pg_graph
+from vs_peers import CHAIN_OPS, MLP_SIZES, pg_graph
 
 import parallelgraph as pg
 from parallelgraph.experiments.measure import measure_interleaved
@@ -27,7 +32,26 @@ from parallelgraph.experiments.presets import TWO_NETWORK_SIZES
 from parallelgraph.experiments.stats import speedup_text
 
 SETTINGS = [(1, 1), (2, 1), (1, 2), (2, 2)]
-SIZES = {"seed": TWO_NETWORK_SIZES, "mlp": MLP_SIZES}
+SIZES = {"seed": TWO_NETWORK_SIZES, "mlp": MLP_SIZES, "activations": MLP_SIZES}
+
+
+def activations(rows: int, columns: int) -> tuple[pg.Graph, pg.Tensor]:
+    """Nine elementwise ops on one random_normal: one fused group."""
+    graph = pg.Graph(f"activations-{rows}x{columns}")
+    with graph.as_default():
+        x = pg.random_normal((rows, columns), seed=1)
+        bias = pg.variable((columns,), name="b", init=np.linspace(-1, 1, columns, dtype="f4"))
+        swish = x * pg.sigmoid(x)
+        out = pg.relu(pg.tanh(swish + bias)) + pg.exp(x * -0.5) * 0.25
+    return graph, out
+
+
+def build(workload: str, size: str) -> tuple[pg.Graph, pg.Tensor]:
+    if workload == "activations":
+        return activations(*SIZES[workload][size])
+    if workload == "chain":
+        return pg_graph(pg, "chain", [CHAIN_OPS])
+    return pg_graph(pg, workload, list(SIZES[workload][size]))
 
 
 def main() -> None:
@@ -39,8 +63,8 @@ def main() -> None:
     print("| workload | size | inter/intra | unfused ms | fused ms | fused against unfused |")
     print("|---|---|---|---|---|---|")
     for workload in args.workloads.split(","):
-        for size in args.sizes.split(","):
-            graph, out = pg_graph(pg, workload, list(SIZES[workload][size]))
+        for size in ["-"] if workload == "chain" else args.sizes.split(","):
+            graph, out = build(workload, size)
             for inter, intra in SETTINGS:
                 sessions = {
                     fuse: pg.Session(

@@ -3,7 +3,7 @@
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/vs_peers.py \\
         --peers-python /tmp/peersvenv/bin/python [--peers tensorflow,pytorch,onnxruntime,jax]
         [--workloads seed,mlp,wide,chain] [--sizes small,medium,large]
-        [--repeats 9] [--warmup 3] [--quick]
+        [--repeats 9] [--warmup 3] [--quick] [--fuse]
 
 The peers are never parallelgraph's dependencies: give a Python that has them (a throwaway
 venv: `pip install tensorflow-cpu onnxruntime onnx jax jaxlib numpy` and a CPU torch). A peer
@@ -44,7 +44,9 @@ written) at np.copyto's bandwidth, both measured in this run with min(inter x in
 threads (threadpoolctl), the better of a measurement before and one after the runs; the BLAS
 kernel in use is printed first, and at the end how many cores other processes kept busy
 (`parallelgraph.experiments.machine_load`). `--quick`: 4 rounds after 1 warm-up run, sizes
-small and medium. Results: benchmarks/RESULTS.md.
+small and medium. `--fuse`: parallelgraph with `Config(fuse=True)` (off by default, so that a
+user sees every op on the timeline; on, a matmul's bias and activation and each group of
+elementwise ops run as one step, as XLA fuses inside `jax.jit`). Results: benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -472,6 +474,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--quick", action="store_true", help="--repeats 4 --warmup 1, small and medium"
     )
+    parser.add_argument(
+        "--fuse",
+        action="store_true",
+        help="run parallelgraph with Config(fuse=True): matmul epilogues and elementwise groups",
+    )
     parser.add_argument("--verbose", action="store_true", help="show the workers' stderr")
     args = parser.parse_args(argv)
     if args.quick:
@@ -491,6 +498,7 @@ def main(argv: list[str] | None = None) -> None:
     cores = len(os.sched_getaffinity(0))
     pins = [name for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if name in os.environ]
     print(f"BLAS: {blas_description()}")
+    print(f"parallelgraph: Config(fuse={args.fuse})")
     if pins:
         print(f"note: {' and '.join(pins)} set; run under `env -u {' -u '.join(pins)}`")
     threads = sorted({1, min(2, cores)})
@@ -546,7 +554,7 @@ def main(argv: list[str] | None = None) -> None:
             for cell, (workload, _, dims) in enumerate(cells):
                 graph, out = pg_graph(pg, workload, dims)
                 config = pg.Config(executor="threads", inter_op_threads=inter,
-                                   intra_op_threads=intra)  # fmt: skip
+                                   intra_op_threads=intra, fuse=args.fuse)  # fmt: skip
                 with pg.Session(graph, config) as session:
                     why = check(summary(session.run(out)), references[cell])
                     if why:
