@@ -152,6 +152,15 @@ def _chain_from(
     return chain if len(chain) > 1 else None
 
 
+def consumers_of(ops: list[Op]) -> dict[int, list[Op]]:
+    """Op id -> the ops of `ops` that read its value (once per input that does)."""
+    consumers: dict[int, list[Op]] = {}
+    for op in ops:
+        for tensor in op.inputs:
+            consumers.setdefault(tensor.op.id, []).append(op)
+    return consumers
+
+
 def fuse_epilogues(
     ops: list[Op], fetched: Iterable[int], fed: Iterable[int], device: dict[int, Device]
 ) -> list[Op]:
@@ -162,10 +171,7 @@ def fuse_epilogues(
     and slots are unchanged; `device` gets no new entries.
     """
     fetched, fed = set(fetched), set(fed)
-    consumers: dict[int, list[Op]] = {}
-    for op in ops:
-        for tensor in op.inputs:
-            consumers.setdefault(tensor.op.id, []).append(op)
+    consumers = consumers_of(ops)
     fused_at: dict[int, Op] = {}
     dropped: set[int] = set()
     for op in ops:

@@ -30,7 +30,7 @@ from .. import kernels
 from ..devices import Device
 from ..dtypes import num_elements, row_view_shape
 from ..graph import Op, Tensor
-from .fused import FUSED_ELEMENTWISE, covered, fused_name
+from .fused import FUSED_ELEMENTWISE, consumers_of, covered, fused_name
 from .math import _rows_of
 from .registry import Arrays, Cost, OpDef, opdef, register
 
@@ -58,10 +58,7 @@ def fuse_elementwise(
     """`ops` (a plan's ops in graph order) with each group of two or more elementwise ops
     (module docstring) replaced by one fused op. Arguments as `fused.fuse_epilogues`."""
     fetched, fed = set(fetched), set(fed)
-    consumers: dict[int, list[Op]] = {}
-    for op in ops:
-        for tensor in op.inputs:
-            consumers.setdefault(tensor.op.id, []).append(op)
+    consumers = consumers_of(ops)
     group_of: dict[int, _Group] = {}
     for op in reversed(ops):  # every consumer of an op comes before it here
         if op.type not in GROUPED or op.id in fed or not device[op.id].is_cpu:
