@@ -10,6 +10,7 @@ import pytest
 
 import parallelgraph as pg
 from parallelgraph import plan as plan_module
+from parallelgraph.experiments.presets import build_preset
 from parallelgraph.kernels import program
 from parallelgraph.ops.fused import covered
 from parallelgraph.ops.fused_elementwise import compile_group
@@ -143,9 +144,13 @@ def test_only_values_nobody_else_needs_join_a_group():
             ("fused_elementwise", ["Add", "Tanh"]),
             ("relu", ["Relu"]),
             ("matmul", ["MatMul"]),
-            ("fused_elementwise", ["Exp", "Tanh_1", "Add_1", "Sigmoid"]),
+            # exp and tanh would wait for each other's branch in one step: they stay out
+            ("exp", ["Exp"]),
+            ("tanh", ["Tanh_1"]),
+            ("fused_elementwise", ["Add_1", "Sigmoid"]),
             ("reduce_sum", ["Sum"]),
-            ("fused_elementwise", ["Relu_1", "Add_2", "Tanh_2"]),
+            ("relu", ["Relu_1"]),  # it need not wait for the sum
+            ("fused_elementwise", ["Add_2", "Tanh_2"]),
         ]
         values = session.run([fetched, last])
         feed = {fed: np.full((16, 8), 0.5, np.float32)}
@@ -155,6 +160,27 @@ def test_only_values_nobody_else_needs_join_a_group():
     for got, want in zip(values, reference(graph, [fetched, last])):
         assert_same_bits(got, want)
     assert_same_bits(fed_value, reference(graph, last, feed))
+
+
+def test_a_group_never_makes_an_op_wait_for_a_value_it_does_not_need():
+    """A residual add reads nothing its group does not already wait for, and fuses; the seed
+    graph's final add, which joins two networks, fuses into neither network's matmul."""
+    graph = pg.Graph()
+    with graph.as_default():
+        x = pg.random_normal((8, 8), seed=1)
+        residual = pg.relu(pg.matmul(x, pg.variable((8, 8), name="w")) + x)
+        late = pg.tanh(pg.random_normal((8, 8), seed=2))
+        out = pg.sigmoid(pg.exp(residual) + late)
+    with pg.Session(graph, pg.Config(fuse=True)) as session:
+        steps = [[p.name for p in covered(s.op)] for s in session.plan_for(out).steps]
+        value = session.run(out)
+    assert ["MatMul", "Add", "Relu"] in steps  # x is the matmul's own input
+    assert ["Exp"] in steps and ["Add_1", "Sigmoid"] in steps  # exp need not wait for `late`
+    assert_same_bits(value, reference(graph, out))
+    built = build_preset("two-networks", "small")
+    with pg.Session(built.graph, pg.Config(inter_op_threads=2, fuse=True)) as session:
+        steps = [[p.type for p in covered(s.op)] for s in session.plan_for(built.fetch).steps]
+    assert steps.count(["matmul", "add"]) == 2 and ["add"] in steps
 
 
 def test_a_group_reads_at_most_eight_values():

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -101,11 +101,38 @@ class FusedEpilogue(OpDef):
         return any(opdef(part.type).calls_blas(part, config) for part in covered(op))
 
     def merges_rows(self, op: Any, work: Any, shards: Bounds, groups: Bounds) -> bool:
-        """Where every part's kernel gives the same bits over merged rows."""
-        return all(
-            opdef(part.type).merges_rows(part, part_work, shards, groups)
-            for part, part_work in zip(covered(op), work)
-        )
+        """Where the matmul's kernel gives the same bits over merged rows (its own answer).
+        The epilogue then runs over the merged rows too: its parts are elementwise, whose value
+        per element does not depend on the rows a call is given. (Alone, those ops keep one
+        call per shard for a crash not yet explained: see `ElementwiseOp.merges_rows`.)
+        Asking every part, as this did, never merged: a fused matmul packed B once per shard
+        where the unfused one packs it once per thread, and the seed graph at medium ran at
+        inter-op 2 in 1.39x the unfused time (benchmarks/RESULTS.md, "Fused epilogues merge
+        their matmul's shards")."""
+        matmul = covered(op)[0]
+        return opdef(matmul.type).merges_rows(matmul, work[0], shards, groups)
+
+    def whole(self, op: Any, config: Any = None) -> Callable[[Arrays], np.ndarray] | None:
+        """Each part's own one-call path in turn (None if a part has none): a one-shard step
+        costs what its ops cost unfused, less the steps saved."""
+        parts = covered(op)
+        calls = [opdef(part.type).whole(part, config) for part in parts]
+        if any(call is None for call in calls):
+            return None
+        first, extra = calls[0], itertools.count(2)
+        # Per epilogue part: its call and, per input, None (the value before) or an arg index.
+        wiring = [
+            (call, [None if t.op is before else next(extra) for t in part.inputs])
+            for before, part, call in zip(parts, parts[1:], calls[1:])
+        ]
+
+        def fused(args: Arrays) -> np.ndarray:
+            value = first(args[:2])
+            for call, sources in wiring:
+                value = call([value if source is None else args[source] for source in sources])
+            return value
+
+        return fused
 
     def finish(self, op: Any, work: Any) -> np.ndarray:
         parts = covered(op)
@@ -161,6 +188,31 @@ def consumers_of(ops: list[Op]) -> dict[int, list[Op]]:
     return consumers
 
 
+def waiting_parts(parts: list[Op], fed: set[int]) -> list[Op]:
+    """The parts (in graph order) that would start later as one step than as ops of their own:
+    those that do not need, through the parts before them, every value the parts read from
+    outside and another step computes (a source or a fed value is there before a run starts).
+
+    Fusing them would make work wait for a value it does not read: with the seed graph's final
+    add (its two networks summed) taken as the epilogue of one network's last matmul, that
+    matmul waited for the other network and the two ran one after the other at inter-op 2
+    (benchmarks/RESULTS.md, "Fused epilogues merge their matmul's shards"). A residual add,
+    x + matmul(x, w), reads nothing new and fuses.
+    """
+    inside = {part.id for part in parts}
+    needs: dict[int, set[int]] = {}
+    computed: set[int] = set()
+    for part in parts:
+        own = {
+            t.op.id
+            for t in part.inputs
+            if t.op.id not in inside and t.op.id not in fed and not opdef(t.op.type).is_source
+        }
+        computed |= own
+        needs[part.id] = own.union(*(needs[t.op.id] for t in part.inputs if t.op.id in inside))
+    return [part for part in parts if needs[part.id] != computed]
+
+
 def fuse_epilogues(
     ops: list[Op], fetched: Iterable[int], fed: Iterable[int], device: dict[int, Device]
 ) -> list[Op]:
@@ -180,6 +232,8 @@ def fuse_epilogues(
         chain = _chain_from(op, consumers, fetched, fed, device)
         if chain is None or any(part.id in fused_at for part in chain[1:]):
             continue  # no chain, or its add already ends another matmul's chain
+        if waiting_parts(chain, fed):
+            continue  # the add reads a value the matmul does not need: it would wait for it
         last = chain[-1]
         inputs = tuple(op.inputs) + tuple(
             tensor

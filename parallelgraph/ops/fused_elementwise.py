@@ -7,7 +7,9 @@ fetched nor fed, it runs on the same CPU device, and the group then still reads 
 `kernels.program.MAX_OPERANDS` other values. A group of two or more ops becomes one op of type
 "fused_elementwise" in place of its last op (the one whose value leaves the group: its id, so
 consumers and slots are unchanged), named after the ops it covers, whose inputs are the values
-the group reads from outside.
+the group reads from outside. An op that would wait, in the group, for a value it does not
+need (`fused.waiting_parts`: a tanh of one branch in a group that also adds another branch)
+stays out of it, so fusing never serializes what could run side by side.
 
 Its kernel is `kernels.program.run_program`: the group compiled here (`compile_group`) into a
 few instructions over tile-sized registers, so a chain of 2,000 tiny adds is one kernel call
@@ -30,7 +32,7 @@ from .. import kernels
 from ..devices import Device
 from ..dtypes import num_elements, row_view_shape
 from ..graph import Op, Tensor
-from .fused import FUSED_ELEMENTWISE, consumers_of, covered, fused_name
+from .fused import FUSED_ELEMENTWISE, consumers_of, covered, fused_name, waiting_parts
 from .math import _rows_of
 from .registry import Arrays, Cost, OpDef, opdef, register
 
@@ -85,11 +87,22 @@ def fuse_elementwise(
     fused_at: dict[int, Op] = {}
     dropped: set[int] = set()
     for group in {id(g): g for g in group_of.values()}.values():
-        if len(group.members) > 1:
-            last = group.members[0]
-            fused_at[last.id] = _fused_op(group.members[::-1])
-            dropped.update(op.id for op in group.members[1:])
+        members = _without_waiting(group.members[::-1], fed)
+        if len(members) > 1:
+            fused = _fused_op(members)
+            if len(fused.inputs) <= kernels.program.MAX_OPERANDS:
+                fused_at[fused.id] = fused
+                dropped.update(op.id for op in members[:-1])
     return [fused_at.get(op.id, op) for op in ops if op.id not in dropped]
+
+
+def _without_waiting(members: list[Op], fed: set[int]) -> list[Op]:
+    """`members` (graph order) less those that would wait for a value they do not need
+    (`fused.waiting_parts`), until none would; the last (which reads them all) stays. What
+    leaves runs as its own step, and its value comes to the group from outside."""
+    while waiting := waiting_parts(members, fed):
+        members = [op for op in members if op not in waiting]
+    return members
 
 
 def _fused_op(members: list[Op]) -> Op:
