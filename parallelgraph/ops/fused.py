@@ -5,16 +5,19 @@ TensorFlow's oneDNN path fuses MatMul with its BiasAdd (and an activation); so d
 `Config(fuse=True)`. The plan (`fuse_epilogues`, called by `plan.build_plan`) replaces such a
 chain by one op of type "fused" when nothing else needs the intermediate values: the matmul's
 output feeds only the add, the add's output only the activation, neither is fetched or fed,
-all run on the same CPU device, and the add keeps the matmul's shape (a bias over the last axis,
-a scalar or an equal-shaped tensor).
+all run on the same CPU device, the add keeps the matmul's shape (a bias over the last axis,
+a scalar or an equal-shaped tensor), and its other operand is a value the matmul waits for
+anyway: a source, a fed value or one of the matmul's own inputs (`waiting_parts`, the rule the
+elementwise groups of `ops.fused_elementwise` follow too).
 
 The fused op takes the place of the chain's last op (its id, so every consumer still finds its
 value) and is named after all of them ("net1/MatMul+Add+Relu"), so the timeline's bar says which
 ops it covers. `FusedEpilogue` composes the ops' own definitions: `prepare` prepares each on
 the previous one's output buffer, and `compute` runs, for one row range, the matmul's kernel and
 then the add's and the activation's on the same rows, while they are in cache. The shards are
-the matmul's own, so every number is computed by the same kernels on the same row blocks as
-without fusion: outputs are bit-identical to the unfused sequential reference.
+the matmul's own (merged into one call per thread where the matmul's are: `merges_rows`), so
+every number is computed by the same kernels as without fusion: outputs are bit-identical to
+the unfused sequential reference.
 """
 
 from __future__ import annotations
