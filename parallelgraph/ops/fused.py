@@ -86,13 +86,9 @@ class FusedEpilogue(OpDef):
         """Each covered op prepared on the previous one's output buffer (filled later)."""
         matmul, *epilogue = covered(op)
         works = [opdef(matmul.type).prepare(matmul, args[:2], num_shards, config)]
-        extra = iter(args[2:])
-        for part in epilogue:
+        for part, sources in zip(epilogue, _operand_sources(op)):
             previous = works[-1][-1]  # the output buffer of the op before
-            operands = [
-                previous if tensor.op is _before(op, part) else next(extra)
-                for tensor in part.inputs
-            ]
+            operands = [previous if source is None else args[source] for source in sources]
             works.append(opdef(part.type).prepare(part, operands, num_shards, config))
         return tuple(works)
 
@@ -122,12 +118,7 @@ class FusedEpilogue(OpDef):
         calls = [opdef(part.type).whole(part, config) for part in parts]
         if any(call is None for call in calls):
             return None
-        first, extra = calls[0], itertools.count(2)
-        # Per epilogue part: its call and, per input, None (the value before) or an arg index.
-        wiring = [
-            (call, [None if t.op is before else next(extra) for t in part.inputs])
-            for before, part, call in zip(parts, parts[1:], calls[1:])
-        ]
+        first, wiring = calls[0], list(zip(calls[1:], _operand_sources(op)))
 
         def fused(args: Arrays) -> np.ndarray:
             value = first(args[:2])
@@ -144,18 +135,20 @@ class FusedEpilogue(OpDef):
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
         matmul, *epilogue = covered(op)
         value = opdef(matmul.type).reference(matmul, args[:2])
-        extra = iter(args[2:])
-        for part in epilogue:
-            operands = [
-                value if tensor.op is _before(op, part) else next(extra) for tensor in part.inputs
-            ]
+        for part, sources in zip(epilogue, _operand_sources(op)):
+            operands = [value if source is None else args[source] for source in sources]
             value = opdef(part.type).reference(part, operands)
         return value
 
 
-def _before(fused: Op, part: Op) -> Op:
-    parts = covered(fused)
-    return parts[parts.index(part) - 1]
+def _operand_sources(fused: Op) -> list[list[int | None]]:
+    """For each epilogue part, where each of its inputs comes from: None for the value of the
+    part before it, else the index in the fused op's inputs (the matmul's two come first)."""
+    parts, extra = covered(fused), itertools.count(2)
+    return [
+        [None if tensor.op is before else next(extra) for tensor in part.inputs]
+        for before, part in itertools.pairwise(parts)
+    ]
 
 
 def _chain_from(
