@@ -94,7 +94,7 @@ def every_kind(dtype, shape):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("shape", [(1,), (3, 5), (40, 1100), (2, 3, 7)])
+@pytest.mark.parametrize("shape", [(1,), (40, 1), (9, 2), (3, 5), (40, 1100), (2, 3, 7)])
 @pytest.mark.parametrize("shard_all", [False, True])
 def test_every_op_kind_gives_the_reference_bits(dtype, shape, shard_all, monkeypatch):
     if shard_all:  # every op with rows split, however small: shards inside the program
@@ -226,6 +226,57 @@ def test_the_kernel_refuses_rows_outside_its_arrays():
         program.run_program(code, 1, operands, out, 1, 4)
     with pytest.raises(IndexError, match="widths differ"):
         program.run_program(code, 1, (np.ones((3, 5), np.float32),) * 8, out, 0, 3)
+    narrow = np.empty((3, program.NARROW), np.float32)  # the element path checks the same
+    with pytest.raises(IndexError, match="out of bounds"):
+        program.run_program(code, 1, (np.ones((3, program.NARROW), np.float32),) * 8, narrow, 1, 4)
+    with pytest.raises(IndexError, match="widths differ"):
+        program.run_program(code, 1, (np.ones((3, 5), np.float32),) * 8, narrow, 0, 3)
+
+
+def random_program(rng, length, registers):
+    """`length` instructions of random opcodes over three outside operands (full rows, one
+    row, full rows) and `registers` registers, each read only once written; the last writes
+    the output. No instruction writes a register it reads (`compile_group`'s rule)."""
+    written, code = [], []
+    for n in range(length):
+        opcode = int(rng.integers(0, 7))
+        first, second = (
+            int(rng.choice(written))
+            if written and rng.random() < 0.6
+            else -1 - int(rng.integers(3))
+            for _ in range(2)
+        )
+        binary = opcode in (program.ADD, program.MULTIPLY)
+        reads = {first, second} if binary else {first}
+        free = [r for r in range(registers) if r not in reads]
+        target = program.OUTPUT if n == length - 1 else int(rng.choice(free))
+        code.append((opcode, target, first, second if binary else first))
+        if target >= 0 and target not in written:
+            written.append(target)
+    return np.array(code, np.int64)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_narrow_outputs_element_by_element_give_the_tile_loops_bits(dtype):
+    """The element path (outputs at most `program.NARROW` wide) against the tile path, both
+    called on the same program and operands: NaN payloads (an sNaN copied stays signalling),
+    infinities, signed zeros, every opcode and operand kind."""
+    rng = np.random.default_rng(7)
+    rows, width = 6, program.NARROW + 9
+    full, other = (operand_values((rows, width), dtype, seed) for seed in (1, 2))
+    operands = (full, operand_values((1, width), dtype, 3), other)
+    operands += (full,) * (program.MAX_OPERANDS - len(operands))
+    bits = np.uint32 if dtype == "float32" else np.uint64
+    for _ in range(200):
+        code = random_program(rng, int(rng.integers(1, 12)), registers=3)
+        by_tiles, by_elements = (np.empty((rows, width), dtype) for _ in range(2))
+        program._run_tiles(code, 3, operands, by_tiles, 0, rows)
+        program._run_elements(code, 3, operands, by_elements, 0, rows)
+        np.testing.assert_array_equal(by_elements.view(bits), by_tiles.view(bits), str(code))
+        narrow = np.empty((rows, program.NARROW), dtype)  # and through run_program's choice
+        columns = tuple(np.ascontiguousarray(x[:, : program.NARROW]) for x in operands)
+        program.run_program(code, 3, columns, narrow, 0, rows)
+        np.testing.assert_array_equal(narrow.view(bits), by_tiles[:, : program.NARROW].view(bits))
 
 
 def test_a_chain_of_20000_adds_plans_and_runs_as_one_step():
