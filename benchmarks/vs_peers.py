@@ -3,7 +3,7 @@
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/vs_peers.py \\
         --peers-python /tmp/peersvenv/bin/python [--peers tensorflow,pytorch,onnxruntime,jax]
         [--workloads seed,mlp,wide,chain] [--sizes small,medium,large]
-        [--repeats 9] [--warmup 3] [--quick] [--fuse]
+        [--repeats 9] [--warmup 3] [--quick] [--fuse] [--runs-before N]
 
 The peers are never parallelgraph's dependencies: give a Python that has them (a throwaway
 venv: `pip install tensorflow-cpu onnxruntime onnx jax jaxlib numpy` and a CPU torch). A peer
@@ -46,7 +46,11 @@ kernel in use is printed first, and at the end how many cores other processes ke
 (`parallelgraph.experiments.machine_load`). `--quick`: 4 rounds after 1 warm-up run, sizes
 small and medium. `--fuse`: parallelgraph with `Config(fuse=True)` (off by default, so that a
 user sees every op on the timeline; on, a matmul's bias and activation and each group of
-elementwise ops run as one step, as XLA fuses inside `jax.jit`). Results: benchmarks/RESULTS.md.
+elementwise ops run as one step, as XLA fuses inside `jax.jit`). `--runs-before N`: each timed
+run follows N untimed runs of the same framework, so it starts hot; by default (0) it follows
+the other frameworks' runs, after its process was idle, which on a VM costs every framework
+~0.2-0.6 ms a run (`benchmarks/idle_cost.py`) and hides the libraries' own speed on small
+graphs. Results: benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -392,7 +396,7 @@ def serve(peer: str, inter: int, intra: int) -> None:
             elif request["op"] == "check":
                 reply(**summary(steps[request["cell"]]()))
             else:
-                reply(t=timed(steps[request["cell"]]))
+                reply(t=timed_after(steps[request["cell"]], request["before"]))
         except Exception as error:  # noqa: BLE001  (said to the parent, which goes on)
             reply(error=f"{type(error).__name__}: {str(error)[:300]}")
 
@@ -479,6 +483,12 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="run parallelgraph with Config(fuse=True): matmul epilogues and elementwise groups",
     )
+    parser.add_argument(
+        "--runs-before",
+        type=int,
+        default=0,
+        help="untimed runs of the same framework straight before each timed run (hot runs)",
+    )
     parser.add_argument("--verbose", action="store_true", help="show the workers' stderr")
     args = parser.parse_args(argv)
     if args.quick:
@@ -499,6 +509,11 @@ def main(argv: list[str] | None = None) -> None:
     pins = [name for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if name in os.environ]
     print(f"BLAS: {blas_description()}")
     print(f"parallelgraph: Config(fuse={args.fuse})")
+    print(
+        f"each timed run follows {args.runs_before} untimed run(s) of the same framework"
+        if args.runs_before
+        else "each timed run follows the other frameworks' runs (its process was idle)"
+    )
     if pins:
         print(f"note: {' and '.join(pins)} set; run under `env -u {' -u '.join(pins)}`")
     threads = sorted({1, min(2, cores)})
@@ -559,10 +574,13 @@ def main(argv: list[str] | None = None) -> None:
                     why = check(summary(session.run(out)), references[cell])
                     if why:
                         print(f"parallelgraph {inter}/{intra} {cells[cell][:2]}: {why}")
-                    cases = {"pg": functools.partial(timed, functools.partial(session.run, out))}
+                    run = functools.partial(session.run, out)
+                    cases = {"pg": functools.partial(timed_after, run, args.runs_before)}
                     for peer, worker in workers.items():
                         if (peer, cell) not in bad:
-                            cases[peer] = functools.partial(_peer_run, worker, cell)
+                            cases[peer] = functools.partial(
+                                _peer_run, worker, cell, args.runs_before
+                            )
                     cell_times: dict[str, list[float] | str] = dict(
                         alternated(cases, args.repeats, args.warmup, seed=cell)
                     )
@@ -594,6 +612,19 @@ def main(argv: list[str] | None = None) -> None:
     print(report(cells, times, ran, gflops, gbps, cores))
     print(f"\n{args.repeats} rounds after {args.warmup} warm-up runs a cell; "
           f"the whole run took {time.perf_counter() - started:.0f} s")  # fmt: skip
+    short = sorted(
+        {
+            cells[cell][:2]
+            for (cell, _), cell_times in times.items()
+            if isinstance(cell_times["pg"], list) and median(cell_times["pg"]) < 2e-3
+        }
+    )
+    if short and not args.runs_before:
+        print(
+            f"note: {', '.join(' '.join(c) for c in short)} run in under 2 ms; each run here "
+            "starts after its process was idle, which can cost more than the run itself "
+            "(benchmarks/idle_cost.py): --runs-before 3 times hot runs"
+        )
 
 
 def machine_limits(threads: list[int]) -> tuple[dict[int, float], dict[int, float]]:
@@ -605,10 +636,17 @@ def machine_limits(threads: list[int]) -> tuple[dict[int, float], dict[int, floa
     return gflops, gbps
 
 
-def _peer_run(worker: LineWorker, cell: int) -> float:
+def timed_after(step, before: int) -> float:
+    """Seconds of one call of `step`, made straight after `before` untimed calls."""
+    for _ in range(before):
+        step()
+    return timed(step)
+
+
+def _peer_run(worker: LineWorker, cell: int, before: int) -> float:
     worker.resume()
     try:
-        reply = worker.request(op="run", cell=cell)
+        reply = worker.request(op="run", cell=cell, before=before)
     finally:
         worker.pause()
     if "error" in reply:
