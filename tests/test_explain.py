@@ -96,6 +96,23 @@ def test_inexpensive_ops_on_one_thread_are_said_to_be_our_choice():
     assert "as TensorFlow runs inexpensive ops inline" in str(report)
 
 
+@pytest.mark.parametrize("fuse", [False, True])
+def test_tiny_ops_are_told_of_fusion_unless_it_was_on(fuse):
+    """The advice for tiny ops names the knob that makes steps bigger, Config(fuse=True), and
+    does not ask for it again of a run that had it (whose plan has fewer, fused steps)."""
+    preset = pg.presets.two_networks("tiny")
+    with pg.Session(preset.graph, pg.Config(inter_op_threads=2, fuse=fuse)) as session:
+        session.run(preset.fetch)
+        _, trace = session.run(preset.fetch, trace=True)
+        steps = session.plan_for(preset.fetch).steps
+    assert any(s.op.type == "fused" for s in steps) == fuse  # matmul+add as one step
+    report = explain(trace)
+    assert report.pairs[0].cause == "ops too short"
+    assert ("Config(fuse=True) runs each group" in report.suggestion) != fuse
+    assert ("this run had Config(fuse=True)" in report.suggestion) == fuse
+    assert "make ops bigger" in report.suggestion
+
+
 def test_cause_ops_finished_before_a_second_worker_woke_up(monkeypatch):
     """Ops shorter than a hand-off all ran on one of two workers: too short to be worth the
     other one. The hand-off is the one measured on the machine (here made 400 us)."""

@@ -97,7 +97,7 @@ def suggestion(
         if _short_ops(pairs, context):
             return Advice(
                 "nothing that more threads can buy: the ops take microseconds, about what "
-                "handing one to another thread costs; " + knobs.bigger_ops,
+                "handing one to another thread costs; " + _bigger_ops(context),
                 "bigger_ops",
             )
         return Advice(knobs.inter_op, "inter_op")
@@ -107,7 +107,7 @@ def suggestion(
             "inter_op",
         )
     if Cause.TOO_SHORT in causes:
-        return Advice(knobs.bigger_ops, "bigger_ops")
+        return Advice(_bigger_ops(context), "bigger_ops")
     if Cause.LATENCY in causes:
         return Advice(
             "fewer, bigger tasks: each dependency costs a scheduling round trip, so larger ops "
@@ -160,6 +160,15 @@ def suggestion(
         "idle_gaps",
         busy_share,
     )
+
+
+def _bigger_ops(context: Context) -> str:
+    """The tool's words for making ops bigger; for a run that had its fusion on, the words
+    that do not ask for it again."""
+    knobs = context.knobs
+    if context.config.fuse and knobs.bigger_ops_fused is not None:
+        return knobs.bigger_ops_fused
+    return knobs.bigger_ops
 
 
 def _longest_gap(trace: Trace) -> str:

@@ -164,6 +164,8 @@ class SettingWords:
     bigger_ops: str = (
         "make ops bigger (batch the work): tiny ops cost more to hand off than to run."
     )
+    #: `bigger_ops` for a run that had the tool's fusion on already (None: the same words)
+    bigger_ops_fused: str | None = None
     #: completes "Not determined from this trace; to settle it, ...": the run that would tell
     experiment: str = (
         "run the program once with the setting that lets independent parts run at the same "

@@ -22,8 +22,14 @@ KNOBS = SettingWords(
     ),
     one_at_a_time="one inter-op thread (inter_op_threads=1)",
     bigger_ops=(
+        "make ops bigger: Config(fuse=True) runs each group of elementwise ops, and a matmul "
+        "with its bias and activation, as one step; or batch the work, or use fewer inter-op "
+        "threads: tiny ops cost more to hand off than to run."
+    ),
+    bigger_ops_fused=(
         "make ops bigger (batch the work) or use fewer inter-op threads: tiny ops cost more "
-        "to hand off than to run."
+        "to hand off than to run (this run had Config(fuse=True): what fusion can join is "
+        "joined)."
     ),
     experiment=(
         "sweep the settings (pg.sweep(build, {'inter': [1, 2], 'intra': [1, 2]})) and read "
