@@ -23,8 +23,9 @@ KNOBS = SettingWords(
     one_at_a_time="one inter-op thread (inter_op_threads=1)",
     bigger_ops=(
         "make ops bigger: Config(fuse=True) runs each group of elementwise ops, and a matmul "
-        "with its bias and activation, as one step; or batch the work, or use fewer inter-op "
-        "threads: tiny ops cost more to hand off than to run."
+        "with its bias and activation, as one step (pg.sweep(build, {'fuse': [False, True]}) "
+        "measures what it gains); or batch the work, or use fewer inter-op threads: tiny ops "
+        "cost more to hand off than to run."
     ),
     bigger_ops_fused=(
         "make ops bigger (batch the work) or use fewer inter-op threads: tiny ops cost more "
