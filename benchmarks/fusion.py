@@ -17,7 +17,7 @@ benchmarks/RESULTS.md, "Fused epilogues".
     python benchmarks/fusion.py --kernel-paths [--repeats 201]
 
 times the group kernel's two paths (`kernels.program`: a SIMD loop a tile, or element by
-element) on the same program and operands, interleaved, at widths 1 to 8: the chain's 1,999
+element) on the same program and operands, interleaved, at widths 1 to 8: the chain's 1,998
 adds on one row and `activations`' nine ops on 64 rows, float32 and float64, planned as
 `Config(fuse=True)` plans them. It is where `program.NARROW` comes from ("Narrow groups
 element by element").

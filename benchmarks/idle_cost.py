@@ -16,6 +16,7 @@ modes alternating call by call, medians of `--repeats`. Results: benchmarks/RESU
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -38,8 +39,8 @@ def _add_one(a, out):
     out[0, 0] = a[0, 0] + 1
 
 
-def cases() -> dict[str, Callable[[], object]]:
-    """name: a call, ready (compiled, planned and run once)."""
+def cases(sessions_to_close: contextlib.ExitStack) -> dict[str, Callable[[], object]]:
+    """name: a call, ready (compiled, planned and run once); sessions go on the stack."""
     one = np.ones((1, 1), np.float32)
     out = np.empty_like(one)
 
@@ -62,7 +63,8 @@ def cases() -> dict[str, Callable[[], object]]:
         "pg: seed graph small, 1/1": (*pg_graph(pg, "seed", small), False),
     }
     for name, (graph, fetch, fuse) in sessions.items():
-        session = pg.Session(graph, pg.Config(inter_op_threads=1, intra_op_threads=1, fuse=fuse))
+        config = pg.Config(inter_op_threads=1, intra_op_threads=1, fuse=fuse)
+        session = sessions_to_close.enter_context(pg.Session(graph, config))
         runs[name] = lambda session=session, fetch=fetch: session.run(fetch)
     for run in runs.values():
         for _ in range(20):
@@ -76,22 +78,30 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=101)
     args = parser.parse_args()
     rows = []
-    for name, call in cases().items():
-        times: dict[str, list[float]] = {"hot": [], "idle": []}
-        for _ in range(args.repeats):
-            for mode in times:
-                if mode == "idle":
-                    time.sleep(args.idle_ms / 1e3)
-                else:  # three calls before: this one starts straight after them
-                    for _ in range(3):
-                        call()
-                start = time.perf_counter()
-                call()
-                times[mode].append(time.perf_counter() - start)
-        hot, idle = (statistics.median(times[mode]) * 1e6 for mode in times)
-        rows.append([name, f"{hot:.1f}", f"{idle:.1f}", f"{idle - hot:.0f}", f"{idle / hot:.1f}"])
+    with contextlib.ExitStack() as sessions:
+        calls = cases(sessions)
+        for name, call in calls.items():
+            rows.append([name, *idle_and_hot(call, args.idle_ms, args.repeats)])
     header = ["call", "hot us", f"after {args.idle_ms:g} ms idle us", "added us", "ratio"]
     print(table(header, rows))
+
+
+def idle_and_hot(call: Callable[[], object], idle_ms: float, repeats: int) -> list[str]:
+    """The table cells of one call: its median hot and after `idle_ms` of sleep (the two
+    alternating), the difference and the ratio."""
+    times: dict[str, list[float]] = {"hot": [], "idle": []}
+    for _ in range(repeats):
+        for mode in times:
+            if mode == "idle":
+                time.sleep(idle_ms / 1e3)
+            else:  # three calls before: this one starts straight after them
+                for _ in range(3):
+                    call()
+            start = time.perf_counter()
+            call()
+            times[mode].append(time.perf_counter() - start)
+    hot, idle = (statistics.median(times[mode]) * 1e6 for mode in times)
+    return [f"{hot:.1f}", f"{idle:.1f}", f"{idle - hot:.0f}", f"{idle / hot:.1f}"]
 
 
 if __name__ == "__main__":

@@ -54,9 +54,10 @@ MAX_OPERANDS = 8
 TILE = 1024
 #: Outputs at most this wide run element by element (`_run_elements`): there an instruction's
 #: SIMD loop costs its set-up (~25 ns) for one or two elements, and a scalar step ~5 ns an
-#: element. Measured interleaved (RESULTS.md "Narrow groups element by element"): 2,000 adds
-#: on 1x1 10 us against 51 (0.20x), on 1x2 0.39x, 1x4 0.70x, 1x8 1.41x; a 6-op group with
-#: tanh and sigmoid on 64x1 0.56x, 64x2 0.89x, 64x4 1.18x.
+#: element. Measured interleaved, element by element against tiles (RESULTS.md, "Narrow
+#: groups element by element"): the chain's 1,998 adds on 1x1 0.22-0.33x, 1x2 0.41-0.55x,
+#: 1x4 0.71x, 1x8 1.39-1.48x; nine ops with tanh, exp and sigmoid on 64x1 0.58-0.61x, 64x2
+#: 0.88-0.91x, 64x3 1.25-1.26x.
 NARROW = 2
 
 
