@@ -186,6 +186,23 @@ def estimated_ns(definition: OpDef, cost: Cost) -> float:
     return cost.flops / definition.flops_per_ns + cost.bytes / BYTES_PER_NS
 
 
+def _own_step(config: Config) -> Callable[[list[Op]], bool] | None:
+    """For fusion: whether a branch of ops is worth an inter-op worker of its own (estimated
+    at the hand-off bar, `inexpensive_ns`, or more), where branches can only run side by side
+    on inter-op workers (more than one, and one thread an op); None elsewhere: a fused group's
+    rows then split over intra-op helpers."""
+    resolved = config.resolved()
+    if resolved.inter_op_threads < 2 or resolved.intra_op_threads > 1:
+        return None
+    bar = inexpensive_ns()
+
+    def own_step(ops: list[Op]) -> bool:
+        costs = ((opdef(op.type), op) for op in ops)
+        return sum(estimated_ns(definition, definition.cost(op)) for definition, op in costs) >= bar
+
+    return own_step
+
+
 def shard_bounds(definition: OpDef, op: Op) -> tuple[tuple[int, int], ...]:
     """Row ranges for the op's shards: a function of the op's shapes (and so of its cost) only."""
     cost = definition.cost(op)
@@ -246,7 +263,7 @@ def build_plan(
         }
         fetched_ids = {op.id for op in fetches}
         needed = fuse_epilogues(needed, fetched_ids, fed_ids, placed)
-        needed = fuse_elementwise(needed, fetched_ids, fed_ids, placed)
+        needed = fuse_elementwise(needed, fetched_ids, fed_ids, placed, _own_step(config))
     slot_of = {op.id: slot for slot, op in enumerate(needed)}
     step_of: dict[int, int] = {}
     sources, notes = [], []

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import parallelgraph as pg
 from parallelgraph import plan as plan_module
@@ -181,6 +183,126 @@ def test_a_group_never_makes_an_op_wait_for_a_value_it_does_not_need():
     with pg.Session(built.graph, pg.Config(inter_op_threads=2, fuse=True)) as session:
         steps = [[p.type for p in covered(s.op)] for s in session.plan_for(built.fetch).steps]
     assert steps.count(["matmul", "add"]) == 2 and ["add"] in steps
+
+
+def branchy(shape):
+    """add_n of four values of x: P = tanh(sigmoid(x)) + exp(relu(x)) (two branches itself),
+    Q = sigmoid(x * 0.5), R = relu(x + 1) + c, and x + 1 again, which R computes: the root reads
+    two values of R's ops."""
+    graph = pg.Graph()
+    with graph.as_default():
+        x = pg.random_normal(shape, seed=4)
+        p = pg.tanh(pg.sigmoid(x)) + pg.exp(pg.relu(x))
+        q = pg.sigmoid(x * 0.5)
+        shifted = x + 1.0
+        r = pg.relu(shifted) + pg.constant(np.full(shape, 0.25, np.float32))
+        out = pg.add_n([p, q, r, shifted])
+    return graph, out
+
+
+def groups(session, fetch):
+    return sorted(tuple(p.name for p in covered(s.op)) for s in session.plan_for(fetch).steps)
+
+
+@pytest.mark.parametrize("threads", [*SETTINGS, (2, 0), (0, 1), (0, 0)])
+def test_branches_worth_a_worker_become_groups_at_inter_op_2_intra_op_1(threads, monkeypatch):
+    """At inter-op >= 2 with one thread an op, a group's independent branches that are each
+    worth a hand-off run as groups of their own, recursively; branches that share an op, or
+    whose values the rest reads more than once, stay together. Elsewhere, or when the branches
+    are cheap, one group. The bits are the unfused sequential run's either way."""
+    graph, out = branchy((4, 8))
+    expected = reference(graph, out)
+    inter, intra = threads
+    resolved = pg.Config(inter_op_threads=inter, intra_op_threads=intra).resolved()
+    splits = resolved.inter_op_threads > 1 and resolved.intra_op_threads == 1
+    with pg.Session(
+        graph, pg.Config(inter_op_threads=inter, intra_op_threads=intra, fuse=True)
+    ) as session:
+        assert len(session.plan_for(out).steps) == 2  # random_normal, and one cheap group
+        assert_same_bits(session.run(out), expected)
+    monkeypatch.setattr(plan_module, "inexpensive_ns", lambda: 0)  # every branch is worth it
+    with pg.Session(
+        graph, pg.Config(inter_op_threads=inter, intra_op_threads=intra, fuse=True)
+    ) as session:
+        got = groups(session, out)
+        assert_same_bits(session.run(out), expected)
+    if not splits:
+        assert len(got) == 2
+        return
+    assert got == sorted(
+        [
+            ("RandomNormal",),
+            ("Sigmoid", "Tanh"),  # P's two branches, split in turn
+            ("Relu", "Exp"),
+            ("Add",),  # P's root
+            ("Mul", "Sigmoid_1"),  # Q
+            # R and x + 1, two values the root reads, are no branch of their own; in the
+            # root's part they would wait for P and Q, so they leave it (`waiting_parts`)
+            ("Add_1",),
+            ("Relu_1",),
+            ("Add_2",),
+            ("AddN",),
+        ]
+    )
+
+
+@st.composite
+def elementwise_trees(draw):
+    """A random tree of elementwise ops over two constants (NaN payloads, infinities and signed
+    zeros among their values: `operand_values`), whose root combines several branches that
+    may share ops: what a group's branches look like."""
+    shape = draw(st.sampled_from([(3, 4), (5,), (2, 3, 2)]))
+    graph = pg.Graph()
+    with graph.as_default():
+        leaves = [pg.constant(operand_values(shape, "float32", seed)) for seed in (1, 2)]
+        made = list(leaves)
+
+        def node(depth):
+            kinds = ["unary", "binary", "add_n"] + (["leaf"] if depth < 3 else [])
+            kinds += ["made"] if depth == 1 else []
+            kind = draw(st.sampled_from(kinds))
+            if depth == 0 or kind == "leaf":
+                return draw(st.sampled_from(leaves))
+            if kind == "made":  # an op some other branch also reads
+                return draw(st.sampled_from(made))
+            if kind == "unary":
+                value = draw(st.sampled_from([pg.relu, pg.tanh, pg.exp, pg.sigmoid]))(
+                    node(depth - 1)
+                )
+            elif kind == "binary":
+                value = draw(st.sampled_from([pg.add, pg.multiply]))(
+                    node(depth - 1), node(depth - 1)
+                )
+            else:
+                value = pg.add_n([node(depth - 1) for _ in range(draw(st.integers(1, 4)))])
+            made.append(value)
+            return value
+
+        out = pg.add_n([node(3) for _ in range(draw(st.integers(2, 4)))])
+    return graph, out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tree=elementwise_trees())
+def test_random_groups_split_into_branches_keep_the_bits(tree):
+    """Every branch worth a worker (the bar at 0) at inter-op 2 / intra-op 1: whatever the
+    groups come out as, each fused op has one value, the run gives the unfused sequential
+    bits, and the ops are the same."""
+    graph, out = tree
+    expected = reference(graph, out)
+    saved, plan_module.inexpensive_ns = plan_module.inexpensive_ns, lambda: 0
+    try:
+        config = pg.Config(inter_op_threads=2, intra_op_threads=1, fuse=True)
+        with pg.Session(graph, config) as session:
+            split = session.plan_for(out)
+            assert_same_bits(session.run(out), expected)
+    finally:
+        plan_module.inexpensive_ns = saved
+    with pg.Session(graph, pg.Config(fuse=True)) as session:
+        whole = session.plan_for(out)
+    ops = sorted(p.id for s in split.steps for p in covered(s.op))
+    assert ops == sorted(p.id for s in whole.steps for p in covered(s.op))
+    assert len(split.steps) >= len(whole.steps)
 
 
 def test_a_group_reads_at_most_eight_values():

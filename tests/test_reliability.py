@@ -82,9 +82,11 @@ def test_random_dags_match_the_sequential_reference_bit_for_bit(
     dag, inter, intra, shard_all, kernel, fuse
 ):
     graph, fetches = dag
-    saved = plan_module.MIN_SHARD_NS, MatMul.min_shard_rows
-    if shard_all:  # force every op with rows to be split, however small
+    saved = plan_module.MIN_SHARD_NS, MatMul.min_shard_rows, plan_module.inexpensive_ns
+    if shard_all:  # force every op with rows to be split, however small, and (fused, at
+        # inter-op >= 2 and intra-op 1) every group into its branches
         plan_module.MIN_SHARD_NS, MatMul.min_shard_rows = 1, 1
+        plan_module.inexpensive_ns = lambda: 0
     try:
         expected = run(graph, fetches, pg.Config(executor="sequential", matmul_kernel=kernel))
         actual = run(
@@ -95,7 +97,7 @@ def test_random_dags_match_the_sequential_reference_bit_for_bit(
             ),
         )
     finally:
-        plan_module.MIN_SHARD_NS, MatMul.min_shard_rows = saved
+        plan_module.MIN_SHARD_NS, MatMul.min_shard_rows, plan_module.inexpensive_ns = saved
     for want, got in zip(expected, actual):
         assert want.tobytes() == got.tobytes()
 

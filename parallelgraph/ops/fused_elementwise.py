@@ -9,9 +9,12 @@ fetched nor fed, it runs on the same CPU device, and the group then still reads 
 consumers and slots are unchanged), named after the ops it covers, whose inputs are the values
 the group reads from outside. An op that would wait, in the group, for a value it does not
 need (`fused.waiting_parts`: a tanh of one branch in a group that also adds another branch)
-stays out of it. Branches that read the same values (x * sigmoid(x) and exp(x), say) do share
-one step: its rows split over intra-op helpers, but at inter-op 2 and intra-op 1 they no longer
-run on two workers (benchmarks/RESULTS.md, "Elementwise groups as one step": 0.89x there).
+stays out of it. Branches that read the same values (x * sigmoid(x) and exp(x), say) share
+one step, whose rows split over intra-op helpers; where no helper can take them (inter-op 2 or
+more, one thread an op) the branches that are each worth a hand-off (the plan's bar,
+`costs.inexpensive_ns`) become groups of their own, so they still run on two workers
+(`_branches`; benchmarks/RESULTS.md, "Fused branches on their own workers": one group was
+0.89x the unfused time there, its branches now 1.19-1.72x faster than unfused).
 
 Its kernel is `kernels.program.run_program`: the group compiled here (`compile_group`) into a
 few instructions over tile-sized registers, so a chain of 2,000 tiny adds is one kernel call
@@ -57,10 +60,16 @@ def _reads(op: Op) -> set[int]:
 
 
 def fuse_elementwise(
-    ops: list[Op], fetched: Iterable[int], fed: Iterable[int], device: dict[int, Device]
+    ops: list[Op],
+    fetched: Iterable[int],
+    fed: Iterable[int],
+    device: dict[int, Device],
+    own_step: Callable[[list[Op]], bool] | None = None,
 ) -> list[Op]:
     """`ops` (a plan's ops in graph order) with each group of two or more elementwise ops
-    (module docstring) replaced by one fused op. Arguments as `fused.fuse_epilogues`."""
+    (module docstring) replaced by one fused op. Arguments as `fused.fuse_epilogues`;
+    `own_step(ops)`, where given, says whether a branch is worth a worker of its own: a group
+    is then split into such branches (`_branches`)."""
     fetched, fed = set(fetched), set(fed)
     consumers = consumers_of(ops)
     group_of: dict[int, _Group] = {}
@@ -90,12 +99,61 @@ def fuse_elementwise(
     dropped: set[int] = set()
     for group in {id(g): g for g in group_of.values()}.values():
         members = _without_waiting(group.members[::-1], fed)
-        if len(members) > 1:
-            fused = _fused_op(members)
-            if len(fused.inputs) <= kernels.program.MAX_OPERANDS:
-                fused_at[fused.id] = fused
-                dropped.update(op.id for op in members[:-1])
+        parts = _branches(members, own_step) if own_step is not None else [members]
+        for part in parts:
+            part = _without_waiting(part, fed)  # the root's part now reads the branches' values
+            if len(part) > 1:
+                fused = _fused_op(part)
+                if len(fused.inputs) <= kernels.program.MAX_OPERANDS:
+                    fused_at[fused.id] = fused
+                    dropped.update(op.id for op in part[:-1])
     return [fused_at.get(op.id, op) for op in ops if op.id not in dropped]
+
+
+def _branches(members: list[Op], own_step: Callable[[list[Op]], bool]) -> list[list[Op]]:
+    """`members` (graph order; the last, the root, reads the others' values in the end) as one
+    group or several: when two or more of the branches that feed the root are each worth a
+    worker of their own (`own_step`), each becomes a group (split the same way in turn) and
+    the root keeps the rest. A branch is what the root reaches through one of its inputs;
+    branches that share an op are one, and one whose values the rest reads more than once (two
+    tops) stays with the root, since a fused op has one value.
+
+    Why: the ops of two branches can run side by side on two inter-op workers; as one step
+    they run on one thread unless intra-op helpers split its rows (benchmarks/RESULTS.md,
+    "Fused branches on their own workers")."""
+    inside = {op.id: op for op in members}
+    root = members[-1]
+    branches: list[set[int]] = []
+    for tensor in root.inputs:
+        if tensor.op.id not in inside:
+            continue
+        reach = _reached(tensor.op, inside)
+        for other in [branch for branch in branches if branch & reach]:
+            branches.remove(other)
+            reach |= other
+        branches.append(reach)
+    own = []
+    for branch in branches:
+        ops = [op for op in members if op.id in branch]
+        read_outside = {t.op.id for op in members if op.id not in branch for t in op.inputs}
+        if len(read_outside & branch) == 1 and own_step(ops):
+            own.append(ops)
+    if len(own) < 2:
+        return [members]
+    taken = {op.id for ops in own for op in ops}
+    rest = [op for op in members if op.id not in taken]
+    return [part for ops in own for part in _branches(ops, own_step)] + [rest]
+
+
+def _reached(top: Op, inside: dict[int, Op]) -> set[int]:
+    """The ids of `top` and of the members its value is computed from."""
+    reached, stack = set(), [top]
+    while stack:
+        op = stack.pop()
+        if op.id not in reached:
+            reached.add(op.id)
+            stack.extend(inside[t.op.id] for t in op.inputs if t.op.id in inside)
+    return reached
 
 
 def _without_waiting(members: list[Op], fed: set[int]) -> list[Op]:
