@@ -96,7 +96,9 @@ def every_kind(dtype, shape):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("shape", [(1,), (40, 1), (9, 2), (3, 5), (40, 1100), (2, 3, 7)])
+@pytest.mark.parametrize(
+    "shape", [(1,), (40, 1), (9, 2), (3, 5), (64, 8), (300, 5), (40, 1100), (2, 3, 7)]
+)
 @pytest.mark.parametrize("shard_all", [False, True])
 def test_every_op_kind_gives_the_reference_bits(dtype, shape, shard_all, monkeypatch):
     if shard_all:  # every op with rows split, however small: shards inside the program

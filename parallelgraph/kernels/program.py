@@ -8,8 +8,9 @@ compiled once per dtype and cached, *interprets* the group: `code` holds one ins
 tile of up to `TILE` columns the instructions run in order, each a SIMD loop over the tile.
 Values in between live in a few tile-sized registers (the planner reuses them:
 `ops.fused_elementwise.compile_group`), so they stay in the L1 cache and never reach memory.
-An output at most `NARROW` columns wide (a chain of ops on scalars) runs element by element
-instead, with one value a register: a SIMD loop's set-up would cost more than its elements.
+Rows narrower than half a tile are joined, several to a tile; a range of at most `NARROW`
+elements (a chain of ops on scalars) runs element by element instead, with one value a
+register: a SIMD loop's set-up would cost more than its elements.
 
 Operands: a value >= 0 is a register; a value < 0 is the external operand `-1 - value` of
 `operands`, a tuple of `MAX_OPERANDS` 2-D C-contiguous arrays of the output's width, each with
@@ -52,12 +53,13 @@ OUTPUT = -1
 MAX_OPERANDS = 8
 #: Columns a register holds: 256 float64 are 2 KB, so a dozen registers stay in L1.
 TILE = 1024
-#: Outputs at most this wide run element by element (`_run_elements`): there an instruction's
-#: SIMD loop costs its set-up (~25 ns) for one or two elements, and a scalar step ~5 ns an
-#: element. Measured interleaved, element by element against tiles (RESULTS.md, "Narrow
-#: groups element by element"): the chain's 1,998 adds on 1x1 0.22-0.33x, 1x2 0.41-0.55x,
-#: 1x4 0.71x, 1x8 1.39-1.48x; nine ops with tanh, exp and sigmoid on 64x1 0.58-0.61x, 64x2
-#: 0.88-0.91x, 64x3 1.25-1.26x.
+#: Row ranges of at most this many elements run element by element (`_run_elements`): there
+#: an instruction's SIMD loop costs its set-up (~25 ns) for one or two elements, and a scalar
+#: step ~5 ns an element; more, and `_run_tiles` joins narrow rows into tiles. Measured
+#: interleaved, element by element against a tile a row (RESULTS.md, "Narrow groups element
+#: by element"): the chain's 1,998 adds on 1x1 0.22-0.33x, 1x2 0.41-0.55x, 1x4 0.71x, 1x8
+#: 1.39-1.48x; nine ops with tanh, exp and sigmoid 0.58-0.61x a 1-element row, 0.88-0.91x a
+#: 2-element row, 1.25-1.26x a 3-element row.
 NARROW = 2
 
 
@@ -68,7 +70,7 @@ def run_program(code, registers_needed, operands, out, row_start, row_stop):
     scratch."""
     for operand in operands:
         check_operand_rows(operand, out, row_start, row_stop)
-    if out.shape[1] <= NARROW:
+    if (row_stop - row_start) * out.shape[1] <= NARROW:
         _run_elements(code, registers_needed, operands, out, row_start, row_stop)
     else:
         _run_tiles(code, registers_needed, operands, out, row_start, row_stop)
@@ -76,12 +78,32 @@ def run_program(code, registers_needed, operands, out, row_start, row_stop):
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _run_tiles(code, registers_needed, operands, out, row_start, row_stop):
-    """`run_program` a tile of up to `TILE` columns at a time, each instruction a SIMD loop."""
+    """`run_program` a tile at a time, each instruction a SIMD loop over the tile: up to `TILE`
+    columns of a row, or, for rows at most half a tile wide, `TILE // columns` whole rows
+    (consecutive rows of a C-contiguous array follow each other in memory, so they are one
+    flat stretch; an operand of one row every row reads is laid out that many times, once).
+    Joining rows matters: an instruction's dispatch costs ~25 ns however few its elements,
+    which on 64x8 values was 576 dispatches for 512 elements (benchmarks/RESULTS.md, "Narrow
+    rows joined")."""
     columns = out.shape[1]
+    joined = 2 * columns <= TILE and row_stop - row_start > 1
+    rows_a_tile = TILE // columns if joined else 1
     registers = np.empty((max(registers_needed, 1), TILE), out.dtype)
-    for row in range(row_start, row_stop):
-        for start in range(0, columns, TILE):
-            width = min(TILE, columns - start)
+    laid_out = np.empty((MAX_OPERANDS if joined else 0, rows_a_tile * columns), out.dtype)
+    for k in range(laid_out.shape[0]):
+        if operands[k].shape[0] == 1:
+            for copy in range(rows_a_tile):
+                laid_out[k, copy * columns : (copy + 1) * columns] = operands[k][0]
+    flat = _flat_views(operands)
+    flat_out = out.reshape(-1)
+    for block in range(row_start, row_stop, rows_a_tile):
+        for start in range(0, columns if not joined else 1, TILE):
+            width = (
+                min(rows_a_tile, row_stop - block) * columns
+                if joined
+                else min(TILE, columns - start)
+            )
+            base = block * columns + start
             for n in range(code.shape[0]):
                 opcode, target, first, second = code[n, 0], code[n, 1], code[n, 2], code[n, 3]
                 # Operands are picked here, twice, not in a helper: an inlined helper given
@@ -90,19 +112,25 @@ def _run_tiles(code, registers_needed, operands, out, row_start, row_stop):
                 # and a 6-op group on 512x1024 463 against 414 (interleaved A/B).
                 if first >= 0:
                     a = registers[first, :width]
+                elif operands[-1 - first].shape[0] != 1:
+                    a = flat[-1 - first][base : base + width]
+                elif joined:
+                    a = laid_out[-1 - first, :width]
                 else:
-                    operand = operands[-1 - first]
-                    a = operand[row if operand.shape[0] != 1 else 0, start : start + width]
+                    a = flat[-1 - first][start : start + width]
                 if target == OUTPUT:
-                    dst = out[row, start : start + width]
+                    dst = flat_out[base : base + width]
                 else:
                     dst = registers[target, :width]
                 if opcode == ADD or opcode == MULTIPLY:
                     if second >= 0:
                         b = registers[second, :width]
+                    elif operands[-1 - second].shape[0] != 1:
+                        b = flat[-1 - second][base : base + width]
+                    elif joined:
+                        b = laid_out[-1 - second, :width]
                     else:
-                        operand = operands[-1 - second]
-                        b = operand[row if operand.shape[0] != 1 else 0, start : start + width]
+                        b = flat[-1 - second][start : start + width]
                     if opcode == ADD:
                         for j in range(width):
                             dst[j] = _first_nan(a[j], b[j], a[j] + b[j])
@@ -125,6 +153,22 @@ def _run_tiles(code, registers_needed, operands, out, row_start, row_stop):
                 else:  # COPY
                     for j in range(width):
                         dst[j] = a[j]
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _flat_views(operands):
+    """The operands as 1-D views (each C-contiguous: `run_program`'s contract), a tuple of
+    `MAX_OPERANDS` like theirs."""
+    return (
+        operands[0].reshape(-1),
+        operands[1].reshape(-1),
+        operands[2].reshape(-1),
+        operands[3].reshape(-1),
+        operands[4].reshape(-1),
+        operands[5].reshape(-1),
+        operands[6].reshape(-1),
+        operands[7].reshape(-1),
+    )
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
