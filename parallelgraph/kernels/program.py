@@ -16,7 +16,7 @@ Operands: a value >= 0 is a register; a value < 0 is the external operand `-1 - 
 `operands`, a tuple of `MAX_OPERANDS` 2-D C-contiguous arrays of the output's width, each with
 the output's rows or ONE row every row reads (a bias, a scalar: `elementwise.operand_row`);
 unused places repeat an operand (a tuple of one fixed length keeps to one compiled kernel per
-dtype). Destination `OUTPUT` (-1) is `out`.
+dtype). Destination `OUTPUT` (-1) is `out`, C-contiguous too.
 
 **The same bits as the ops one by one**: each opcode's loop is the arithmetic of that op's row
 kernel, written with the same inlined functions (`elementwise._first_nan` for the NaN rule,
@@ -86,7 +86,7 @@ def _run_tiles(code, registers_needed, operands, out, row_start, row_stop):
     which on 64x8 values was 576 dispatches for 512 elements (benchmarks/RESULTS.md, "Narrow
     rows joined")."""
     columns = out.shape[1]
-    joined = 2 * columns <= TILE and row_stop - row_start > 1
+    joined = 0 < 2 * columns <= TILE and row_stop - row_start > 1
     rows_a_tile = TILE // columns if joined else 1
     registers = np.empty((max(registers_needed, 1), TILE), out.dtype)
     laid_out = np.empty((MAX_OPERANDS if joined else 0, rows_a_tile * columns), out.dtype)
