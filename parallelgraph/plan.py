@@ -197,8 +197,7 @@ def _own_step(config: Config) -> Callable[[list[Op]], bool] | None:
     bar = inexpensive_ns()
 
     def own_step(ops: list[Op]) -> bool:
-        costs = ((opdef(op.type), op) for op in ops)
-        return sum(estimated_ns(definition, definition.cost(op)) for definition, op in costs) >= bar
+        return sum(estimated_ns(opdef(op.type), opdef(op.type).cost(op)) for op in ops) >= bar
 
     return own_step
 

@@ -382,9 +382,9 @@ def random_program(rng, length, registers):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_narrow_outputs_element_by_element_give_the_tile_loops_bits(dtype):
-    """The element path (outputs at most `program.NARROW` wide) against the tile path, both
-    called on the same program and operands: NaN payloads (an sNaN copied stays signalling),
-    infinities, signed zeros, every opcode and operand kind."""
+    """The element path (ranges of at most `program.NARROW` elements) against the tile path
+    (narrow rows joined), both called on the same program and operands: NaN payloads (an sNaN
+    copied stays signalling), infinities, signed zeros, every opcode and operand kind."""
     rng = np.random.default_rng(7)
     rows, width = 6, program.NARROW + 9
     full, other = (operand_values((rows, width), dtype, seed) for seed in (1, 2))

@@ -96,8 +96,9 @@ def _run_tiles(code, registers_needed, operands, out, row_start, row_stop):
                 laid_out[k, copy * columns : (copy + 1) * columns] = operands[k][0]
     flat = _flat_views(operands)
     flat_out = out.reshape(-1)
+    row_tiles_end = 1 if joined else columns  # joined: one tile (start 0) a block of rows
     for block in range(row_start, row_stop, rows_a_tile):
-        for start in range(0, columns if not joined else 1, TILE):
+        for start in range(0, row_tiles_end, TILE):
             width = (
                 min(rows_a_tile, row_stop - block) * columns
                 if joined
@@ -173,10 +174,10 @@ def _flat_views(operands):
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _run_elements(code, registers_needed, operands, out, row_start, row_stop):
-    """`run_program` one element at a time, for outputs at most `NARROW` wide: registers hold
-    one value each. Each opcode is the same scalar arithmetic as the tile loop's body, on the
-    same types (the zero relu gives is of the output's dtype: no value is converted between
-    float32 and float64), so the bits are the same."""
+    """`run_program` one element at a time, for row ranges of at most `NARROW` elements:
+    registers hold one value each. Each opcode is the same scalar arithmetic as the tile
+    loop's body, on the same types (the zero relu gives is of the output's dtype: no value is
+    converted between float32 and float64), so the bits are the same."""
     values = np.empty(max(registers_needed, 1), out.dtype)
     zero = np.zeros(1, out.dtype)[0]
     for row in range(row_start, row_stop):
