@@ -87,13 +87,16 @@ def _run_tiles(code, registers_needed, operands, out, row_start, row_stop):
     rows joined")."""
     columns = out.shape[1]
     joined = 0 < 2 * columns <= TILE and row_stop - row_start > 1
-    rows_a_tile = TILE // columns if joined else 1
+    # no more rows to a tile than the range holds: the one-row operands are laid out that
+    # many times (1,024 copies of a 1-wide bias for 64 rows cost more than the group)
+    rows_a_tile = min(TILE // columns, row_stop - row_start) if joined else 1
     registers = np.empty((max(registers_needed, 1), TILE), out.dtype)
     laid_out = np.empty((MAX_OPERANDS if joined else 0, rows_a_tile * columns), out.dtype)
     for k in range(laid_out.shape[0]):
         if operands[k].shape[0] == 1:
-            for copy in range(rows_a_tile):
-                laid_out[k, copy * columns : (copy + 1) * columns] = operands[k][0]
+            row = operands[k][0]
+            for j in range(rows_a_tile * columns):
+                laid_out[k, j] = row[j % columns]
     flat = _flat_views(operands)
     flat_out = out.reshape(-1)
     row_tiles_end = 1 if joined else columns  # joined: one tile (start 0) a block of rows
