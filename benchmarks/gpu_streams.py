@@ -113,14 +113,14 @@ def host_costs(simulated: bool) -> dict:
     out = cuda.device_array_like(a, stream=stream)
     event = cuda.event() if simulated else cuda.event(timing=True)
     count = 20 if simulated else 2000
-    gpu.run_launches(gpu.add_launches(a, a, out), stream)  # compile
+    gpu.run_launches(gpu.elementwise_launches("add", [a, a], out), stream)  # compile
     stream.synchronize()
     start = time.perf_counter()
     for _ in range(count):
-        gpu.run_launches(gpu.add_launches(a, a, out), stream)
+        gpu.run_launches(gpu.elementwise_launches("add", [a, a], out), stream)
     launch = (time.perf_counter() - start) / count * 1e6
     stream.synchronize()
-    (prepared,) = gpu.add_launches(a, a, out)
+    (prepared,) = gpu.elementwise_launches("add", [a, a], out)
     prepared(stream)  # captures the compiled kernel
     start = time.perf_counter()
     for _ in range(count):

@@ -1,4 +1,10 @@
-"""Dtypes and shapes: the two float types parallelgraph computes in, and shape normalisation."""
+"""Dtypes and shapes: the types parallelgraph computes in, and shape normalisation.
+
+Floats (float32, float64) are what kernels compute; int32 and int64 are indices (gather, top_k,
+token ids) and bool masks (comparisons, `where`). Binary ops take one dtype on both sides, as
+TensorFlow does: NumPy would promote int32 + float32 to float64 silently, doubling memory and
+changing which kernel runs, so a mix is refused and `pg.cast` says what is meant.
+"""
 
 from __future__ import annotations
 
@@ -15,20 +21,28 @@ FLOAT_DTYPES: dict[str, np.dtype] = {
     "float32": np.dtype(np.float32),
     "float64": np.dtype(np.float64),
 }
+INDEX_DTYPES: dict[str, np.dtype] = {"int32": np.dtype(np.int32), "int64": np.dtype(np.int64)}
+#: Every dtype a tensor may have.
+DTYPES: dict[str, np.dtype] = {**FLOAT_DTYPES, **INDEX_DTYPES, "bool": np.dtype(np.bool_)}
 
 
-def as_dtype(dtype: object, what: str = "dtype") -> np.dtype:
-    """Normalise "float32", np.float32, np.dtype("float32") ... to a NumPy dtype, or raise."""
+def as_dtype(
+    dtype: object, what: str = "dtype", allowed: dict[str, np.dtype] = FLOAT_DTYPES
+) -> np.dtype:
+    """Normalise "float32", np.float32, np.dtype("int64"), bool ... to one of the NumPy dtypes
+    `allowed` (floats unless said otherwise), or raise GraphError naming `what`."""
     try:
         normalized = np.dtype(dtype)  # type: ignore[call-overload]
     except TypeError:
         normalized = None
-    if normalized is None or normalized.name not in FLOAT_DTYPES:
-        raise GraphError(
-            f"{what}: unsupported dtype {dtype!r}; parallelgraph computes in "
-            f"{' or '.join(FLOAT_DTYPES)}"
-        )
+    if normalized is None or normalized.name not in allowed:
+        raise GraphError(f"{what}: unsupported dtype {dtype!r}; use {', '.join(allowed)}")
     return normalized
+
+
+def kind_name(dtype: np.dtype) -> str:
+    """ "float", "integer" or "bool": the kinds the op table's entries accept."""
+    return {"f": "float", "i": "integer", "b": "bool"}[np.dtype(dtype).kind]
 
 
 def as_shape(shape: object, what: str = "shape") -> Shape:

@@ -70,7 +70,8 @@ class Op:
 class Tensor:
     """The output of an op: a handle used to build further ops and to fetch or feed values.
 
-    Supports `+`, `*` and `@` (add, multiply, matmul). Two handles of the same op are equal.
+    Supports `+ - * / ** @`, unary `-` and `abs()`, `< <= > >=` (bool masks) and indexing
+    (`t[:, 0]`, `t[..., 1:3]`), with NumPy's broadcasting. Two handles of the same op are equal.
     A Tensor is not an array: NumPy's ufuncs leave it alone (`np.ones(3) + t` builds one add op
     through `t.__radd__`, as `3 + t` does), and `np.asarray(t)` raises TypeError.
     """
@@ -90,7 +91,7 @@ class Tensor:
         self.op = op
 
     shape = property(lambda self: self.op.shape, doc="Static shape, a tuple of ints.")
-    dtype = property(lambda self: self.op.dtype, doc="NumPy dtype (float32 or float64).")
+    dtype = property(lambda self: self.op.dtype, doc="NumPy dtype (float, int or bool).")
     name = property(lambda self: self.op.name, doc="The op's full name, e.g. 'net1/MatMul'.")
     graph = property(lambda self: self.op.graph)
     ndim = property(lambda self: len(self.op.shape))
@@ -104,35 +105,76 @@ class Tensor:
     def __repr__(self) -> str:
         return f"<Tensor {self.name!r} shape={self.shape} {self.dtype.name}>"
 
+    # Operators build ops (`ops.elementwise`'s table), with NumPy's broadcasting. `==` and `!=`
+    # stay identity (handles are dict keys, as in TensorFlow 1.x): use pg.equal / pg.not_equal.
     def __add__(self, other: object) -> Tensor:
-        from .ops import add
-
-        return add(self, other)
+        return _build("add", self, other)
 
     def __radd__(self, other: object) -> Tensor:
-        from .ops import add
+        return _build("add", other, self)
 
-        return add(other, self)
+    def __sub__(self, other: object) -> Tensor:
+        return _build("subtract", self, other)
+
+    def __rsub__(self, other: object) -> Tensor:
+        return _build("subtract", other, self)
 
     def __mul__(self, other: object) -> Tensor:
-        from .ops import multiply
-
-        return multiply(self, other)
+        return _build("multiply", self, other)
 
     def __rmul__(self, other: object) -> Tensor:
-        from .ops import multiply
+        return _build("multiply", other, self)
 
-        return multiply(other, self)
+    def __truediv__(self, other: object) -> Tensor:
+        return _build("divide", self, other)
+
+    def __rtruediv__(self, other: object) -> Tensor:
+        return _build("divide", other, self)
+
+    def __pow__(self, other: object) -> Tensor:
+        return _build("pow", self, other)
+
+    def __rpow__(self, other: object) -> Tensor:
+        return _build("pow", other, self)
 
     def __matmul__(self, other: object) -> Tensor:
-        from .ops import matmul
-
-        return matmul(self, other)
+        return _build("matmul", self, other)
 
     def __rmatmul__(self, other: object) -> Tensor:
-        from .ops import matmul
+        return _build("matmul", other, self)
 
-        return matmul(other, self)
+    def __neg__(self) -> Tensor:
+        return _build("negative", self)
+
+    def __abs__(self) -> Tensor:
+        return _build("abs", self)
+
+    def __lt__(self, other: object) -> Tensor:
+        return _build("less", self, other)
+
+    def __le__(self, other: object) -> Tensor:
+        return _build("less_equal", self, other)
+
+    def __gt__(self, other: object) -> Tensor:
+        return _build("greater", self, other)
+
+    def __ge__(self, other: object) -> Tensor:
+        return _build("greater_equal", self, other)
+
+    def __iter__(self) -> Any:
+        raise TypeError(f"{self!r} is not iterable: use pg.split or index it (t[0])")
+
+    def __getitem__(self, key: object) -> Tensor:
+        from .ops.shape_ops import getitem
+
+        return getitem(self, key)
+
+
+def _build(op_type: str, *operands: object) -> Tensor:
+    """The builder `pg.<op_type>` applied to `operands` (an operator of `Tensor`)."""
+    from . import ops
+
+    return getattr(ops, op_type)(*operands)
 
 
 class Graph:

@@ -346,10 +346,18 @@ def _check_feed_value(op: Op, value: Any) -> np.ndarray:
         raise GraphError(
             f"feed for {describe(op)}: cannot read it as an array ({problem})"
         ) from None
-    if array.dtype.kind not in "fiu" or not np.can_cast(array.dtype, op.dtype, "same_kind"):
+    castable = array.dtype.kind in "fiub" and np.can_cast(array.dtype, op.dtype, "same_kind")
+    if not castable or (array.dtype.kind == "b") != (op.dtype.kind == "b"):
         raise GraphError(
             f"feed for {describe(op)}: dtype {array.dtype} cannot become {op.dtype.name}"
         )
+    if op.dtype.kind == "i" and array.size and array.dtype.kind in "iu":
+        limits = np.iinfo(op.dtype)
+        if array.min() < limits.min or array.max() > limits.max:
+            raise GraphError(
+                f"feed for {describe(op)}: values {array.min()}..{array.max()} do not fit "
+                f"{op.dtype.name}"
+            )
     if array.shape != op.shape:
         raise GraphError(
             f"feed for {describe(op)}: shape {list(array.shape)} does not match the "

@@ -23,32 +23,9 @@ def matmul(
     gpu.run_launches(gpu.matmul_launches(a, b, out, scratch), stream)
 
 
-def add(a: DeviceArray, b: DeviceArray, out: DeviceArray, stream: Stream) -> None:
-    gpu.run_launches(gpu.add_launches(a, b, out), stream)
-
-
-def multiply(a: DeviceArray, b: DeviceArray, out: DeviceArray, stream: Stream) -> None:
-    gpu.run_launches(gpu.multiply_launches(a, b, out), stream)
-
-
-def relu(x: DeviceArray, out: DeviceArray, stream: Stream) -> None:
-    gpu.run_launches(gpu.relu_launches(x, out), stream)
-
-
-def tanh(x: DeviceArray, out: DeviceArray, stream: Stream) -> None:
-    gpu.run_launches(gpu.tanh_launches(x, out), stream)
-
-
-def exp(x: DeviceArray, out: DeviceArray, stream: Stream) -> None:
-    gpu.run_launches(gpu.exp_launches(x, out), stream)
-
-
-def sigmoid(x: DeviceArray, out: DeviceArray, stream: Stream) -> None:
-    gpu.run_launches(gpu.sigmoid_launches(x, out), stream)
-
-
-def accumulate(out: DeviceArray, x: DeviceArray, stream: Stream) -> None:
-    gpu.run_launches(gpu.accumulate_launches(out, x), stream)
+def elementwise(name: str, inputs: list[DeviceArray], out: DeviceArray, stream: Stream) -> None:
+    """The table's op `name` (`ops.elementwise`) on device arrays that broadcast to `out`."""
+    gpu.run_launches(gpu.elementwise_launches(name, inputs, out), stream)
 
 
 def reduce_sum(

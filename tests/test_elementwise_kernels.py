@@ -18,6 +18,7 @@ import pytest
 import parallelgraph as pg
 from parallelgraph.kernels import elementwise, vecmath
 from parallelgraph.ops import opdef
+from parallelgraph.ops.broadcast import NO_MAP
 
 DTYPES = [np.float32, np.float64]
 MANTISSA = {np.float32: 23, np.float64: 52}
@@ -48,7 +49,7 @@ def exact(name: str, x: np.ndarray) -> np.ndarray:
     double."""
     wide = x.astype(np.float64 if x.dtype == np.float32 else np.longdouble)
     with np.errstate(over="ignore"):
-        return opdef(name).numpy_function(wide)
+        return opdef(name).entry.reference(wide)
 
 
 def exact_tanh(x: np.ndarray) -> np.ndarray:
@@ -171,11 +172,14 @@ KERNELS = {
 
 
 def run_kernel(name, operands, ranges):
-    kernel, _ = KERNELS[name]
+    """The row kernel on `operands` (a binary one's each without a row map: the output's rows,
+    or one row every row reads)."""
+    kernel, arity = KERNELS[name]
     shape = max((x.shape for x in operands), key=lambda shape: shape[0])  # a one-row operand
     out = np.full(shape, np.nan, operands[0].dtype)
+    arguments = [x for operand in operands for x in (operand, NO_MAP)] if arity > 1 else operands
     for start, stop in ranges:
-        kernel(*operands, out, start, stop)
+        kernel(*arguments, out, start, stop)
     return out
 
 
@@ -314,7 +318,7 @@ def test_a_one_row_operand_is_read_by_every_row(name, width, dtype):
         def run(operand, ranges):
             out = x.copy()
             for start, stop in ranges:
-                elementwise.accumulate_rows(out, operand, start, stop)
+                elementwise.add_accumulate_rows(out, operand, start, stop)
             return out
 
         expected = run(repeated, [(0, rows)])
@@ -331,7 +335,7 @@ def test_a_one_row_operand_is_read_by_every_row(name, width, dtype):
 def test_a_one_row_operand_of_another_width_is_refused():
     x = np.ones((4, 8), np.float32)
     with pytest.raises(IndexError, match="widths differ"):
-        elementwise.add_rows(x, np.ones((1, 7), np.float32), np.empty_like(x), 0, 4)
+        elementwise.add_rows(x, NO_MAP, np.ones((1, 7), np.float32), NO_MAP, np.empty_like(x), 0, 4)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

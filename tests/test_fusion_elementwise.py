@@ -338,14 +338,19 @@ def test_registers_are_reused_and_no_instruction_writes_what_it_reads():
     code, registers = instructions(members)
     assert registers <= 4
     for opcode, target, first, second in code:
-        reads = {first, second} if opcode in (program.ADD, program.MULTIPLY) else {first}
+        reads = {first, second} if binary(opcode) else {first}
         assert target < 0 or target not in reads
+
+
+def binary(opcode):
+    """Whether an opcode reads two operands (the table's binary entries come first)."""
+    return program.COPY < opcode < program.BINARY_END
 
 
 def test_the_kernel_refuses_rows_outside_its_arrays():
     out = np.empty((3, 4), np.float32)
     operands = (np.ones((3, 4), np.float32),) * program.MAX_OPERANDS
-    code = np.array([[program.TANH, program.OUTPUT, -1, 0]], np.int64)
+    code = np.array([[program.OPCODES["tanh"], program.OUTPUT, -1, 0]], np.int64)
     with pytest.raises(IndexError, match="out of bounds"):
         program.run_program(code, 1, operands, out, 1, 4)
     with pytest.raises(IndexError, match="widths differ"):
@@ -363,18 +368,17 @@ def random_program(rng, length, registers):
     the output. No instruction writes a register it reads (`compile_group`'s rule)."""
     written, code = [], []
     for n in range(length):
-        opcode = int(rng.integers(0, 7))
+        opcode = int(rng.integers(0, len(program.OPCODES) + 1))
         first, second = (
             int(rng.choice(written))
             if written and rng.random() < 0.6
             else -1 - int(rng.integers(3))
             for _ in range(2)
         )
-        binary = opcode in (program.ADD, program.MULTIPLY)
-        reads = {first, second} if binary else {first}
+        reads = {first, second} if binary(opcode) else {first}
         free = [r for r in range(registers) if r not in reads]
         target = program.OUTPUT if n == length - 1 else int(rng.choice(free))
-        code.append((opcode, target, first, second if binary else first))
+        code.append((opcode, target, first, second if binary(opcode) else first))
         if target >= 0 and target not in written:
             written.append(target)
     return np.array(code, np.int64)

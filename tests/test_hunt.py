@@ -159,16 +159,20 @@ def test_the_reported_segfault_case_runs_in_a_fresh_process():
 def test_row_kernels_refuse_a_row_range_outside_their_arrays():
     """Numba does not check bounds: every row kernel checks its range itself."""
     from parallelgraph.kernels import elementwise, random, reduce
+    from parallelgraph.ops.broadcast import NO_MAP
 
     rows = np.ones((2, 3))
+    short_map = np.zeros(2, np.int64)  # a row map that does not cover the range
     constants, shift = random.normal_constants(np.float64, 0.0, 1.0)
     calls = [
         lambda: reduce.sum_middle(np.ones((0, 5, 1)), np.zeros((0, 1)), 0, 1, 0, 5),
         lambda: reduce.sum_middle(np.ones((1, 5, 1)), np.zeros((1, 1)), 0, 1, 0, 6),
-        lambda: elementwise.add_rows(rows, rows, np.ones((2, 3)), 0, 3),
+        lambda: elementwise.add_rows(rows, NO_MAP, rows, NO_MAP, np.ones((2, 3)), 0, 3),
+        lambda: elementwise.add_rows(rows, short_map, rows, NO_MAP, np.ones((3, 3)), 0, 3),
+        lambda: elementwise.add_rows(rows, np.full(3, 5), rows, NO_MAP, np.ones((3, 3)), 0, 3),
         lambda: elementwise.tanh_rows(rows, np.ones((1, 3)), 0, 2),
         lambda: elementwise.relu_rows(rows, np.ones((2, 3)), -1, 1),
-        lambda: elementwise.accumulate_rows(np.ones((2, 3)), rows, 1, 0),
+        lambda: elementwise.add_accumulate_rows(np.ones((2, 3)), rows, 1, 0),
         lambda: random.normal_rows(np.ones((2, 3)), np.uint64(1), constants, shift, 0, 3),
     ]
     for call in calls:

@@ -1,47 +1,52 @@
-"""Elementwise kernels on 2-D row views: out[r0:r1] = f(inputs[r0:r1]).
+"""Elementwise row kernels: out[r0:r1] = f(operands' rows), and the helpers they share.
 
-A binary operand is either 2-D of the output's shape or ONE row (1, columns) that every row
-reads (`operand_row`): a bias [n] reshaped, a scalar filled out to a row (`ops.math._rows_of`).
-Both are C-contiguous, so one compiled kernel serves same-shape, bias and scalar operands and
-its inner loop is a SIMD loop for all three. (A bias used to come as a `np.broadcast_to` view
-with row stride 0: an 'A'-layout array whose rows LLVM does not vectorize, 3x the same-shape
-time at 64x256 and 1.3x at 512x1024: benchmarks/elementwise.py, "bias".)
+The kernels themselves, `<name>_rows` for every entry of the op table (`ops.elementwise`), are
+generated (`kernels.codegen`) and reached here by name: `kernels.elementwise.subtract_rows`.
+Their operands are 2-D C-contiguous row views (`ops.broadcast.operand_view`): each has the
+output's rows, ONE row every row reads (a bias, a scalar), or a row map (int64, the operand row
+of each output row: a broadcast over leading axes); and the output's width, or width 1 read for
+every column (a splat). Every case runs a SIMD loop over the row (AVX2: `ymm`; AVX-512: `zmm`;
+benchmarks/elementwise.py). (A bias used to come as a `np.broadcast_to` view with row stride 0:
+an 'A'-layout array whose rows LLVM does not vectorize, 3x the same-shape time at 64x256.)
 
-Every loop here is a SIMD loop (AVX2: `ymm`; AVX-512 on Zen 4/5: `zmm`; see
-benchmarks/elementwise.py): add, multiply and accumulate the operation and a NaN select
-(`NAN_RULE`: which NaN comes out where IEEE 754 leaves it open), relu a compare and a blend.
-tanh is `kernels.vecmath.tanh_rows` (a polynomial and rational kernel, re-exported here):
-`np.tanh` inside `@njit` would be a scalar call to libm per element.
+Binary float arithmetic ends in a NaN select (`NAN_RULE`: which NaN comes out where IEEE 754
+leaves it open). tanh, exp and sigmoid call `kernels.vecmath`'s polynomial scalars, which LLVM
+vectorizes: `np.tanh` inside `@njit` would be a scalar call to libm per element.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from numba import njit
 
-from .bounds import check_operand_rows, check_rows2
-from .vecmath import exp_rows, sigmoid_rows, tanh_rows
-
-__all__ = [
-    "accumulate_rows",
-    "add_rows",
-    "exp_rows",
-    "multiply_rows",
-    "relu_rows",
-    "sigmoid_rows",
-    "tanh_rows",
-]
+from .bounds import check_range
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _check_rows3(a, b, out, row_start, row_stop):
-    check_operand_rows(a, out, row_start, row_stop)
-    check_operand_rows(b, out, row_start, row_stop)
-
-
-@njit(nogil=True, cache=True, inline="always")
-def operand_row(x, i):
-    """Row i of an operand: x[i], or x[0] when x is one row read by every row."""
+def pick_row(x, row_map, i):
+    """The row of operand `x` that output row i reads: row_map[i] where there is a map, else
+    x[i], or x[0] when x is one row read by every row."""
+    if row_map.shape[0] != 0:
+        return x[row_map[i]]
     return x[i if x.shape[0] != 1 else 0]
+
+
+@njit(nogil=True, cache=True, inline="always")
+def check_operand(x, row_map, out, row_start, row_stop):
+    """The output rows exist, `x` can serve them (its rows, one row, or a map covering them
+    whose entries are in range), and its width is the output's or 1."""
+    check_range(row_start, row_stop, out.shape[0])
+    if row_map.shape[0] != 0:
+        check_range(row_start, row_stop, row_map.shape[0])
+        for i in range(row_start, row_stop):
+            check_range(row_map[i], row_map[i] + 1, x.shape[0])
+    elif x.shape[0] != 1:
+        check_range(row_start, row_stop, x.shape[0])
+    elif row_stop > row_start and x.shape[0] == 0:
+        raise IndexError("row kernel: an operand has no rows")
+    if x.shape[1] != out.shape[1] and x.shape[1] != 1:
+        raise IndexError("row kernel: operand widths differ")
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -68,41 +73,12 @@ def _first_nan(a, b, result):
 NAN_RULE = "first NaN operand, quieted; the machine's default NaN for invalid operations"
 
 
-@njit(nogil=True, cache=True)
-def add_rows(a, b, out, row_start, row_stop):
-    _check_rows3(a, b, out, row_start, row_stop)
-    for i in range(row_start, row_stop):
-        first, second, dst = operand_row(a, i), operand_row(b, i), out[i]
-        for j in range(dst.shape[0]):
-            dst[j] = _first_nan(first[j], second[j], first[j] + second[j])
+def __getattr__(name: str) -> Any:
+    """A generated row kernel (`<name>_rows`, `<name>_accumulate_rows`), by name."""
+    if name.endswith("_rows"):
+        from . import codegen
 
-
-@njit(nogil=True, cache=True)
-def multiply_rows(a, b, out, row_start, row_stop):
-    _check_rows3(a, b, out, row_start, row_stop)
-    for i in range(row_start, row_stop):
-        first, second, dst = operand_row(a, i), operand_row(b, i), out[i]
-        for j in range(dst.shape[0]):
-            dst[j] = _first_nan(first[j], second[j], first[j] * second[j])
-
-
-@njit(nogil=True, cache=True)
-def accumulate_rows(out, x, row_start, row_stop):
-    """out[r0:r1] += x[r0:r1] (add_n folds its inputs left to right with this)."""
-    check_operand_rows(x, out, row_start, row_stop)
-    for i in range(row_start, row_stop):
-        src, dst = operand_row(x, i), out[i]
-        for j in range(dst.shape[0]):
-            dst[j] = _first_nan(dst[j], src[j], dst[j] + src[j])
-
-
-@njit(nogil=True, cache=True)
-def relu_rows(x, out, row_start, row_stop):
-    check_rows2(x, out, row_start, row_stop)
-    for i in range(row_start, row_stop):
-        src = x[i]
-        dst = out[i]
-        for j in range(src.shape[0]):
-            value = src[j]
-            # `not value <= 0` keeps NaN as NaN, like np.maximum(x, 0).
-            dst[j] = value if not value <= 0 else 0
+        module = codegen.cpu_module()
+        if hasattr(module, name):
+            return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -149,9 +149,10 @@ def start_numba() -> float:
         CLOCK.install()
         import numpy as np
 
+        from ..ops.broadcast import NO_MAP
         from . import elementwise
 
         one = np.ones((1, 1), np.float32)
-        elementwise.add_rows(one, one, np.empty_like(one), 0, 1)
+        elementwise.add_rows(one, NO_MAP, one, NO_MAP, np.empty_like(one), 0, 1)
         _started = True
         return time.perf_counter() - begin

@@ -75,9 +75,30 @@ def as_tensor(value: object, dtype: np.dtype | None = None, what: str = "input")
 
 
 def binary_operands(a: object, b: object) -> tuple[Tensor, Tensor]:
-    """Both operands as tensors; a plain number takes the dtype of the tensor beside it."""
+    """Both operands as tensors; a plain number (or array) takes the dtype of the tensor beside
+    it, when that dtype holds its value exactly (`x_int > 0.5` is refused, not truncated)."""
     if isinstance(a, Tensor) and not isinstance(b, Tensor):
-        return a, as_tensor(b, a.dtype)
+        return a, as_tensor(_exactly(b, a.dtype), a.dtype)
     if isinstance(b, Tensor) and not isinstance(a, Tensor):
-        return as_tensor(a, b.dtype), b
+        return as_tensor(_exactly(a, b.dtype), b.dtype), b
     return as_tensor(a), as_tensor(b)
+
+
+def _exactly(value: object, dtype: np.dtype) -> object:
+    """`value` unchanged, or GraphError when `dtype` would change it (a fraction given to an
+    integer tensor, a number to a bool one)."""
+    if dtype.kind == "f" or not isinstance(value, (int, float, np.number, list, tuple, np.ndarray)):
+        return value
+    try:
+        array = np.asarray(value)
+        same = array.dtype.kind in "biu" and np.array_equal(array.astype(dtype), array)
+    except (TypeError, ValueError, OverflowError):
+        same = False
+    if dtype.kind == "b" and np.asarray(value).dtype.kind != "b":
+        same = False
+    if not same:
+        raise GraphError(
+            f"{value!r} is not a {dtype.name} value, and the tensor beside it is {dtype.name}: "
+            "cast the tensor (pg.cast) or give a value of its dtype"
+        )
+    return value

@@ -34,7 +34,7 @@ from ..graph import Op
 from .registry import Arrays, Bounds, Cost, OpDef, opdef, register
 
 #: Op types that can end a fused chain after the add.
-ACTIVATIONS = ("relu", "tanh", "sigmoid")
+ACTIVATIONS = ("relu", "tanh", "sigmoid", "gelu")
 FUSED = "fused"
 #: A group of elementwise ops run by one program (`ops.fused_elementwise`).
 FUSED_ELEMENTWISE = "fused_elementwise"

@@ -1,7 +1,8 @@
 """Fused elementwise groups: connected elementwise ops of one shape as one step and one kernel.
 
 With `Config(fuse=True)` the plan (`fuse_elementwise`, after `fused.fuse_epilogues`) gathers
-add, multiply, relu, tanh, exp, sigmoid and add_n ops into groups: an op joins the group of its
+the elementwise ops of the table that fuse (`ops.elementwise`: float in, float out) and add_n
+ops into groups: an op joins the group of its
 consumers when all of them are in that one group, it has their shape, its value is neither
 fetched nor fed, it runs on the same CPU device, and the group then still reads at most
 `kernels.program.MAX_OPERANDS` other values. A group of two or more ops becomes one op of type
@@ -37,12 +38,22 @@ from .. import kernels
 from ..devices import Device
 from ..dtypes import num_elements, row_view_shape
 from ..graph import Op, Tensor
+from .broadcast import reads_as_program_operand
 from .fused import FUSED_ELEMENTWISE, consumers_of, covered, fused_name, waiting_parts
 from .math import _rows_of
 from .registry import Arrays, Cost, OpDef, opdef, register
 
-#: Op types a group may hold: the program's opcodes, and add_n (a fold of adds).
-GROUPED = ("add", "multiply", "relu", "tanh", "exp", "sigmoid", "add_n")
+
+def _groups(op: Op) -> bool:
+    """Whether `op` may be in a group: an op with an opcode (`kernels.program.OPCODES`: the
+    table's entries that fuse) or add_n (a fold of adds), on float values, each input read as
+    the program reads operands (`broadcast.reads_as_program_operand`: the output's rows or one
+    row)."""
+    if op.type not in kernels.program.OPCODES and op.type != "add_n":
+        return False
+    return op.dtype.kind == "f" and all(
+        t.dtype == op.dtype and reads_as_program_operand(t.shape, op.shape) for t in op.inputs
+    )
 
 
 @dataclasses.dataclass
@@ -74,7 +85,7 @@ def fuse_elementwise(
     consumers = consumers_of(ops)
     group_of: dict[int, _Group] = {}
     for op in reversed(ops):  # every consumer of an op comes before it here
-        if op.type not in GROUPED or op.id in fed or not device[op.id].is_cpu:
+        if not _groups(op) or op.id in fed or not device[op.id].is_cpu:
             continue
         users = consumers.get(op.id, [])
         group = group_of.get(users[0].id) if users else None

@@ -1,4 +1,4 @@
-"""Compute ops: elementwise arithmetic, activations, add_n, matmul and reductions.
+"""Compute ops: add_n, matmul and reductions (the elementwise ones are `ops.elementwise`'s table).
 
 Each op is one small block: an `OpDef` (shape rule, cost, row kernel, NumPy reference) and the
 builder function users call.
@@ -6,17 +6,19 @@ builder function users call.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from .. import kernels
 from ..dtypes import Shape, num_elements, row_view_shape
 from ..graph import Tensor
+from .broadcast import NO_MAP
 from .builder import as_tensor, binary_operands, build
 from .registry import Arrays, Bounds, Cost, OpDef, ShapeError, register
+
+__all__ = ["add_n", "matmul", "reduce_mean", "reduce_sum"]
 
 
 def _rows_of(array: np.ndarray, rows: int, columns: int) -> np.ndarray:
@@ -36,223 +38,11 @@ def _rows_of(array: np.ndarray, rows: int, columns: int) -> np.ndarray:
     return np.ascontiguousarray(array).reshape(1, columns)
 
 
-class ElementwiseOp(OpDef):
-    """An op computed by one row kernel, `kernel(*operands, out, row_start, row_stop)`, on 2-D
-    row views of its operands and of its output (see `_rows_of`).
-
-    `whole` (one-shard steps) calls the same kernel on all rows of a fresh output; when every
-    operand is already 2-D of the output's shape (known from the op, so decided once per
-    plan), straight on the arrays: the same bits without the work tuple and the views.
-    """
-
-    blas_free = True  # Numba row kernels only
-    #: Vectorized row kernels: their arithmetic is not what takes the time (measured with
-    #: BYTES_PER_NS: benchmarks/RESULTS.md, "Cost model").
-    flops_per_ns = 20.0
-    #: The row kernel's name in `kernels.elementwise` (looked up on first use: importing
-    #: parallelgraph does not import Numba).
-    kernel_name: ClassVar[str]
-
-    @functools.cached_property
-    def kernel(self) -> Any:
-        return getattr(kernels.elementwise, self.kernel_name)
-
-    def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
-        out = np.empty(op.shape, dtype=op.dtype)
-        rows, columns = row_view_shape(op.shape)
-        return (*(_rows_of(x, rows, columns) for x in args), _rows_of(out, rows, columns), out)
-
-    def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
-        self.kernel(*work[:-1], row_start, row_stop)
-
-    def merges_rows(self, op: Any, work: Any, shards: Bounds, groups: Bounds) -> bool:
-        """Not yet: an element's value does not depend on the rows around it (which is why
-        `whole` may compute every row in one call). But the interrupt hunt under
-        NUMBA_BOUNDSCHECK=1 (tests/test_hunt.py) sometimes dies with SIGSEGV inside a row
-        kernel: 1 run in 3 of the code before merging existed, 1 in 3 now, and 3 in 3 with
-        elementwise calls merged. Until that crash is understood these ops keep one call per
-        shard, as before. (They gain least from merging: an elementwise call costs the same per
-        row whatever rows it is given.)"""
-        return False
-
-    def whole(self, op: Any, config: Any = None) -> Callable[[Arrays], np.ndarray]:
-        kernel, shape, dtype = self.kernel, op.shape, op.dtype
-        rows, columns = row_view_shape(shape)
-        if len(shape) == 2 and all(t.shape == shape for t in op.inputs):
-
-            def on_the_arrays(args: Arrays) -> np.ndarray:
-                out = np.empty(shape, dtype)
-                kernel(*args, out, 0, rows)
-                return out
-
-            return on_the_arrays
-
-        def on_row_views(args: Arrays) -> np.ndarray:
-            out = np.empty(shape, dtype)
-            views = [_rows_of(x, rows, columns) for x in args]
-            kernel(*views, _rows_of(out, rows, columns), 0, rows)
-            return out
-
-        return on_row_views
-
-
 def _same_dtype(inputs: Sequence[Tensor]) -> np.dtype:
     dtypes = {t.dtype for t in inputs}
     if len(dtypes) > 1:
         raise ShapeError(f"dtypes differ ({', '.join(sorted(d.name for d in dtypes))})")
     return inputs[0].dtype
-
-
-class ElementwiseBinary(ElementwiseOp):
-    """out = a (op) b for equal shapes, a bias [n] along the last axis, or a scalar.
-
-    Every path, the one-call path (`whole`) included, runs the same Numba row kernel: it gives
-    the NaN bits `kernels.elementwise.NAN_RULE` defines where IEEE 754 leaves them open, which
-    NumPy's ufunc loops do not (which of two NaN operands comes out depends on their loop: a
-    strided bias, a vector tail), so no executor or fusion path differs from the sequential
-    reference, NaN payloads and signs included.
-    """
-
-    #: The NumPy ufunc of the kernel's operation (the reference's arithmetic).
-    ufunc: ClassVar[Any]
-
-    def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
-        a, b = inputs
-        dtype = _same_dtype(inputs)
-        if a.shape == b.shape or b.shape == () or _is_bias(b.shape, a.shape):
-            return a.shape, dtype
-        if a.shape == () or _is_bias(a.shape, b.shape):
-            return b.shape, dtype
-        raise ShapeError(
-            f"shapes {list(a.shape)} and {list(b.shape)} do not broadcast (allowed: equal "
-            "shapes, a bias [n] over the last axis, or a scalar)"
-        )
-
-
-def _is_bias(bias: Shape, full: Shape) -> bool:
-    return len(bias) == 1 and len(full) >= 2 and bias[0] == full[-1]
-
-
-def _gpu_binary_operands(op: Any, inputs: list[Any], out: Any) -> tuple[Any, Any, Any]:
-    """(full 2-D, other operand, out 2-D) for the GPU add/multiply kernels: the other operand is
-    2-D of the same shape, a 1-D bias or a 1-element scalar (the ops commute, so a bias on the
-    left is swapped to the right)."""
-    rows, columns = row_view_shape(op.shape)
-    a, b = inputs
-    if a.size != rows * columns:
-        a, b = b, a
-    other = b.reshape(rows, columns) if b.size == rows * columns else b.reshape(b.size)
-    return a.reshape(rows, columns), other, out.reshape(rows, columns)
-
-
-@register
-class Add(ElementwiseBinary):
-    type = "add"
-    default_name = "Add"
-    kernel_name = "add_rows"
-    ufunc = np.add
-
-    def gpu_launches(
-        self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
-    ) -> list[Any]:
-        return kernels.gpu.add_launches(*_gpu_binary_operands(op, inputs, out))
-
-    def reference(self, op: Any, args: Arrays) -> np.ndarray:
-        return np.add(*args).astype(op.dtype)
-
-
-@register
-class Multiply(ElementwiseBinary):
-    type = "multiply"
-    default_name = "Mul"
-    kernel_name = "multiply_rows"
-    ufunc = np.multiply
-
-    def gpu_launches(
-        self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
-    ) -> list[Any]:
-        return kernels.gpu.multiply_launches(*_gpu_binary_operands(op, inputs, out))
-
-    def reference(self, op: Any, args: Arrays) -> np.ndarray:
-        return np.multiply(*args).astype(op.dtype)
-
-
-class ElementwiseUnary(ElementwiseOp):
-    """out = f(x), elementwise."""
-
-    def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
-        return inputs[0].shape, inputs[0].dtype
-
-
-@register
-class Relu(ElementwiseUnary):
-    type = "relu"
-    default_name = "Relu"
-    kernel_name = "relu_rows"
-
-    def gpu_launches(
-        self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
-    ) -> list[Any]:
-        return kernels.gpu.relu_launches(inputs[0].reshape(inputs[0].size), out.reshape(out.size))
-
-    def reference(self, op: Any, args: Arrays) -> np.ndarray:
-        return np.maximum(args[0], 0).astype(op.dtype)
-
-
-class VectorMathUnary(ElementwiseUnary):
-    """A unary op of `kernels.vecmath` (polynomial and rational vector code, within
-    `vecmath.ULP_BOUNDS` of the exact function): the CPU row kernel of its name, the GPU's
-    one-thread-an-element kernel of its name (`kernels.gpu.<type>_launches`, CUDA's libdevice),
-    and a NumPy reference computed in float64 (the op tests compare with it to a tolerance; the
-    ulp bounds are tested on the kernels themselves)."""
-
-    flops_per_element = 20
-    flops_per_ns = 50.0  # kernels.vecmath: polynomials in fma vector code (measured)
-
-    @staticmethod
-    def numpy_function(x: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
-
-    def gpu_launches(
-        self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
-    ) -> list[Any]:
-        launches = getattr(kernels.gpu, f"{self.type}_launches")
-        return launches(inputs[0].reshape(inputs[0].size), out.reshape(out.size))
-
-    def reference(self, op: Any, args: Arrays) -> np.ndarray:
-        with np.errstate(over="ignore", under="ignore"):
-            return self.numpy_function(np.asarray(args[0], np.float64)).astype(op.dtype)
-
-
-@register
-class Tanh(VectorMathUnary):
-    type = "tanh"
-    default_name = "Tanh"
-    kernel_name = "tanh_rows"
-    numpy_function = staticmethod(np.tanh)
-
-
-@register
-class Exp(VectorMathUnary):
-    type = "exp"
-    default_name = "Exp"
-    kernel_name = "exp_rows"
-    flops_per_element = 12  # no division in float32 (measured: benchmarks/elementwise.py)
-    numpy_function = staticmethod(np.exp)
-
-
-def sigmoid_reference(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + e**-x) without overflow: e**x / (1 + e**x) for x < 0."""
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
-
-
-@register
-class Sigmoid(VectorMathUnary):
-    type = "sigmoid"
-    default_name = "Sigmoid"
-    kernel_name = "sigmoid_rows"
-    numpy_function = staticmethod(sigmoid_reference)
 
 
 @register
@@ -281,22 +71,19 @@ class AddN(OpDef):
         if len(terms) == 1:
             out[row_start:row_stop] = terms[0][row_start:row_stop]
             return
-        kernels.elementwise.add_rows(terms[0], terms[1], out, row_start, row_stop)
+        elementwise = kernels.elementwise
+        elementwise.add_rows(terms[0], NO_MAP, terms[1], NO_MAP, out, row_start, row_stop)
         for term in terms[2:]:
-            kernels.elementwise.accumulate_rows(out, term, row_start, row_stop)
+            elementwise.add_accumulate_rows(out, term, row_start, row_stop)
 
     def gpu_launches(
         self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
     ) -> list[Any]:
-        flat = [x.reshape(x.size) for x in inputs]
-        out_flat = out.reshape(out.size)
-        if len(flat) == 1:
-            return [kernels.gpu.DeviceCopy(flat[0], out_flat)]
-        rows, columns = row_view_shape(op.shape)
-        views = [x.reshape(rows, columns) for x in inputs[:2]]
-        launches = kernels.gpu.add_launches(views[0], views[1], out.reshape(rows, columns))
-        for term in flat[2:]:
-            launches += kernels.gpu.accumulate_launches(out_flat, term)
+        if len(inputs) == 1:
+            return [kernels.gpu.DeviceCopy(inputs[0].reshape(out.size), out.reshape(out.size))]
+        launches = kernels.gpu.elementwise_launches("add", inputs[:2], out)
+        for term in inputs[2:]:  # out = out + term, in place: each thread its own element
+            launches += kernels.gpu.elementwise_launches("add", [out, term], out)
         return launches
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
@@ -522,41 +309,6 @@ class ReduceMean(ReduceSum):
         return np.mean(args[0].astype(np.float64), axis=op.attrs["axis"]).astype(op.dtype)
 
 
-def add(a: object, b: object, name: str | None = None) -> Tensor:
-    """a + b; a bias of shape [n] broadcasts over the last axis; numbers become constants."""
-    return build("add", binary_operands(a, b), name=name)
-
-
-def multiply(a: object, b: object, name: str | None = None) -> Tensor:
-    """a * b elementwise, broadcasting like `add`."""
-    return build("multiply", binary_operands(a, b), name=name)
-
-
-def matmul(a: object, b: object, name: str | None = None) -> Tensor:
-    """Matrix product of two 2-D tensors, [m, k] @ [k, n] -> [m, n]."""
-    return build("matmul", binary_operands(a, b), name=name)
-
-
-def relu(x: object, name: str | None = None) -> Tensor:
-    """max(x, 0) elementwise."""
-    return build("relu", (as_tensor(x),), name=name)
-
-
-def tanh(x: object, name: str | None = None) -> Tensor:
-    """Hyperbolic tangent elementwise."""
-    return build("tanh", (as_tensor(x),), name=name)
-
-
-def exp(x: object, name: str | None = None) -> Tensor:
-    """e**x elementwise (0 and inf where it underflows and overflows, NaN stays NaN)."""
-    return build("exp", (as_tensor(x),), name=name)
-
-
-def sigmoid(x: object, name: str | None = None) -> Tensor:
-    """The logistic function 1 / (1 + e**-x) elementwise, accurate in both tails."""
-    return build("sigmoid", (as_tensor(x),), name=name)
-
-
 def add_n(inputs: Sequence[object], name: str | None = None) -> Tensor:
     """Sum of a list of same-shaped tensors."""
     if isinstance(inputs, Tensor) or not isinstance(inputs, Sequence) or not inputs:
@@ -564,6 +316,11 @@ def add_n(inputs: Sequence[object], name: str | None = None) -> Tensor:
 
         raise GraphError("add_n takes a non-empty list of tensors")
     return build("add_n", tuple(as_tensor(x) for x in inputs), name=name)
+
+
+def matmul(a: object, b: object, name: str | None = None) -> Tensor:
+    """Matrix product of two 2-D tensors, [m, k] @ [k, n] -> [m, n]."""
+    return build("matmul", binary_operands(a, b), name=name)
 
 
 def reduce_sum(x: object, axis: int | None = None, name: str | None = None) -> Tensor:

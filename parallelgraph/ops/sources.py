@@ -15,11 +15,13 @@ from typing import Any
 import numpy as np
 
 from .. import kernels
-from ..dtypes import Shape, as_dtype, as_shape, num_elements, row_view_shape
+from ..dtypes import DTYPES, Shape, as_dtype, as_shape, num_elements, row_view_shape
 from ..errors import GraphError
 from ..graph import Tensor
 from .builder import _describe_failure, build
 from .registry import REGISTRY, Arrays, Cost, OpDef, ShapeError, register
+
+__all__ = ["constant", "placeholder", "random_normal", "variable"]
 
 VARIABLE_INITIALIZERS = ("glorot_uniform", "zeros", "ones")
 
@@ -175,17 +177,22 @@ def philox_normal_reference(count: int, seed: int, bits: int = 32) -> np.ndarray
 def constant(value: object, dtype: object = None, name: str | None = None) -> Tensor:
     """A constant tensor holding a copy of `value`.
 
-    Python numbers and lists become float32 (as in TensorFlow); float NumPy arrays keep their
-    dtype unless `dtype` is given.
+    NumPy arrays keep their dtype (float32, float64, int32, int64 or bool; other ints become
+    int64) unless `dtype` is given; Python bools become bool and other Python numbers and lists
+    float32, the dtype most tensors they meet have (TensorFlow makes ints int32).
 
     >>> pg.constant([[1.0, 2.0]]).shape
     (1, 2)
     """
     array = _as_array(value, "constant", name)
     if dtype is not None:
-        target = as_dtype(dtype, "constant")
-    elif isinstance(value, np.ndarray) and array.dtype.kind == "f":
-        target = as_dtype(array.dtype, "constant")
+        target = as_dtype(dtype, "constant", DTYPES)
+    elif isinstance(value, (np.ndarray, np.generic)) and array.dtype.name in DTYPES:
+        target = array.dtype
+    elif isinstance(value, (np.ndarray, np.generic)) and array.dtype.kind in "iu":
+        target = np.dtype(np.int64)
+    elif array.dtype.kind == "b":
+        target = np.dtype(np.bool_)
     else:
         target = np.dtype(np.float32)
     if array.dtype.kind not in "fiub":
@@ -228,7 +235,10 @@ def _check_real(value: object, what: str, name: str | None) -> float:
 
 def placeholder(shape: object, dtype: object = "float32", name: str | None = None) -> Tensor:
     """A value fed at run time: `sess.run(y, feed_dict={x: array})`. Shapes are fully defined."""
-    attrs = {"shape": as_shape(shape, "placeholder"), "dtype": as_dtype(dtype, "placeholder")}
+    attrs = {
+        "shape": as_shape(shape, "placeholder"),
+        "dtype": as_dtype(dtype, "placeholder", DTYPES),
+    }
     return build("placeholder", (), attrs, name)
 
 

@@ -3,12 +3,12 @@
 Imported only when a GPU path is used (it imports `numba.cuda`; under
 ``NUMBA_ENABLE_CUDASIM=1`` the same code runs in Numba's CUDA simulator). Modules: `launch`
 (`Launch`, `DeviceCopy`, grids), `checks` (what every launcher checks on the host),
-`elementwise`, `reduce`, `random`, `gemm` (matmul) and `cublas`; this package re-exports their
-launchers.
+`generated` (the elementwise ops' kernels, rendered from the op table), `reduce`, `random`,
+`gemm` (matmul) and `cublas`; this package re-exports their launchers.
 
 Launcher contract
 -----------------
-Every op has one launcher: ``matmul_launches(a, b, out)`` (and ``add_launches``, ...) takes
+Every op has one launcher: ``matmul_launches(a, b, out)`` (and ``elementwise_launches``, ...) takes
 **device arrays** (numba ``DeviceNDArray``; a host NumPy array raises `TypeError`, since numba
 would copy it in and back synchronously), checks shapes and dtypes once, and returns the list of
 `Launch` objects that compute the op: each is one kernel with every argument fixed, enqueued by
@@ -19,7 +19,7 @@ Nothing here synchronizes the host, allocates device memory or copies between ho
 the caller allocates every buffer once (and, for a large reduction, an optional float64 scratch
 buffer of `reduce_scratch_size` elements). Empty outputs launch nothing (a grid of zero blocks
 is an error in CUDA). Launch order on one stream is execution order, so ``add_n`` folds as
-``add_launches(x0, x1, out)`` then ``accumulate_launches(out, x2)``, ... like the CPU.
+``add`` of x0 and x1 into out, then ``add`` of out and x2 into out, ... like the CPU.
 
 Why `Launch` objects: a step's launches are built once and replayed without numba's per-call
 typing and conversion (`launch`, whose docstring has the numbers).
@@ -42,11 +42,9 @@ By op; each op's launcher is ``<op>_launches``.
 
 * ``matmul`` -- `gemm`: a register-tiled, double-buffered GEMM with split-K for thin shapes; its
   docstring explains each step (`cublas`: cuBLAS through CuPy, `Config(matmul_kernel="blas")`).
-* ``add``, ``multiply`` -- one thread per output element of the 2-D ``out``; ``b`` is the same
-  shape, a bias over the last axis, or a 1-element scalar (read as ``b[col * step]`` with step 1
-  or 0).
-* ``relu``, ``tanh``, ``exp``, ``sigmoid``, ``accumulate`` -- one thread per element of 1-D
-  arrays.
+* every elementwise op of the table (``elementwise_launches(name, inputs, out)``) -- one thread
+  per output element, operands read through broadcast strides (`generated`); add_n folds with
+  ``add`` in place.
 * ``reduce_sum`` -- ``x`` seen as (outer, length, inner). With many outputs (or a short axis, or
   no scratch) one thread per output sums ``l`` in order in float64. With few outputs and a long
   axis, two passes through the scratch buffer: pass 1 gives each of ``chunks`` threads per
@@ -65,16 +63,8 @@ with ``cache=True`` (ignored by the simulator).
 from __future__ import annotations
 
 from . import launch
-from .elementwise import (
-    accumulate_launches,
-    add_launches,
-    exp_launches,
-    multiply_launches,
-    relu_launches,
-    sigmoid_launches,
-    tanh_launches,
-)
 from .gemm import matmul_launches, matmul_scratch_size
+from .generated import elementwise_launches
 from .launch import (
     ELEMENTWISE_THREADS,
     DeviceCopy,
@@ -99,22 +89,16 @@ __all__ = [
     "REDUCE_TARGET_THREADS",
     "DeviceCopy",
     "Launch",
-    "accumulate_launches",
-    "add_launches",
     "cublas",
-    "exp_launches",
+    "elementwise_launches",
     "gemm",
     "launch",
     "launch_config",
     "matmul_launches",
     "matmul_scratch_size",
-    "multiply_launches",
     "random_normal_launches",
     "reduce_chunks",
     "reduce_scratch_size",
     "reduce_sum_launches",
-    "relu_launches",
     "run_launches",
-    "sigmoid_launches",
-    "tanh_launches",
 ]

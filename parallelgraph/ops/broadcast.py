@@ -1,0 +1,91 @@
+"""NumPy broadcasting for the row kernels: the output's shape, and how each output row finds the
+row of an operand it reads.
+
+Elementwise kernels see every array as 2-D rows: the output as `row_view_shape(shape)` (all
+leading axes become rows), an operand as its own rows (`operand_view`). An operand broadcast
+over the last axis has one column, which the kernel reads for every column of the row (a
+*splat*); one broadcast over leading axes has fewer rows than the output, and output row r reads
+operand row `row_map[r]`. Two common cases need no map: an operand with the output's rows (the
+same shape, or only a splatted last axis) reads row r, and an operand of one row (a bias, a
+scalar) reads row 0: the map is then empty (`NO_MAP`). Maps depend on shapes only and are made
+once per shape pair (a few microseconds, cached), never per run.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..dtypes import Shape, num_elements, row_view_shape
+from .registry import ShapeError
+
+#: The empty row map: the operand has the output's rows, or one row that every row reads.
+NO_MAP = np.zeros(0, dtype=np.int64)
+NO_MAP.setflags(write=False)
+
+
+def broadcast_shapes(*shapes: Shape) -> Shape:
+    """The shape NumPy broadcasts `shapes` to, or ShapeError naming them.
+
+    >>> broadcast_shapes((8, 1, 64), (5, 64))
+    (8, 5, 64)
+    """
+    rank = max((len(shape) for shape in shapes), default=0)
+    out = []
+    for axis in range(rank):
+        sizes = {shape[axis - rank + len(shape)] for shape in shapes if axis >= rank - len(shape)}
+        sizes.discard(1)
+        if len(sizes) > 1:
+            listed = " and ".join(str(list(shape)) for shape in shapes)
+            raise ShapeError(
+                f"shapes {listed} do not broadcast: axis {axis - rank} has sizes "
+                f"{sorted(sizes)} (NumPy's rule: equal, or 1)"
+            )
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def padded(shape: Shape, rank: int) -> Shape:
+    """`shape` with leading 1s up to `rank` axes (how NumPy lines shapes up on the right)."""
+    return (1,) * (rank - len(shape)) + tuple(shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def operand_view(shape: Shape, out_shape: Shape) -> tuple[tuple[int, int], np.ndarray]:
+    """(the operand's 2-D row shape, its row map) for an operand of `shape` read by an output of
+    `out_shape` (which it broadcasts to). The row shape has the output's width, or width 1 (a
+    splat along the row); the map is `NO_MAP` or the operand row of each output row."""
+    rank = len(out_shape)
+    if rank == 0:
+        return (1, 1), NO_MAP
+    full = padded(shape, rank)
+    rows = num_elements(full[:-1])
+    if full[:-1] == tuple(out_shape[:-1]) or rows == 1:
+        return (rows, full[-1]), NO_MAP
+    index = np.arange(rows, dtype=np.int64).reshape(full[:-1])
+    row_map = np.ascontiguousarray(np.broadcast_to(index, out_shape[:-1]).reshape(-1))
+    row_map.setflags(write=False)
+    return (rows, full[-1]), row_map
+
+
+def reads_as_program_operand(shape: Shape, out_shape: Shape) -> bool:
+    """Whether the fused program (`kernels.program`) can read an operand of `shape` for an
+    output of `out_shape`: its rows are the output's or one row, and its width the output's, or
+    it is one element (filled out to a row)."""
+    if num_elements(shape) == 1:
+        return True
+    (rows, columns), row_map = operand_view(shape, out_shape)
+    out_rows, out_columns = row_view_shape(out_shape)
+    return row_map is NO_MAP and columns == out_columns and rows in (1, out_rows)
+
+
+def strides_for(shape: Shape, out_shape: Shape) -> tuple[int, ...]:
+    """Element strides of a C-contiguous operand of `shape` along each axis of `out_shape`, 0
+    where it is broadcast (the GPU kernels index with these)."""
+    full = padded(shape, len(out_shape))
+    strides, step = [], 1
+    for size in reversed(full):
+        strides.append(0 if size == 1 else step)
+        step *= size
+    return tuple(reversed(strides)) or (0,)
