@@ -4,10 +4,11 @@ them.
 Elementwise ops are entries of one table (`elementwise`), whose builders are made from it
 (`elementwise_op`); a structured op is one `OpDef` block and its builder in the module of its
 kind: `math` (add_n, matmul), `reductions` (reduce_sum, reduce_mean, reduce_max, ...),
-`shape_ops` (reshape, transpose, concat, split, slice, gather, top_k, ...), `nn` (conv2d, pooling), `composites` (softmax, layer_norm, batch_norm:
-builders of primitives in a named scope), `sources` (constants, placeholders, variables,
-random_normal). Each module lists its builders in `__all__`; this package re-exports them, and
-the package re-exports exactly those as `pg.<name>` (`from .ops import *`).
+`shape_ops` (reshape, transpose, concat, split, slice, gather, top_k, ...), `nn` (conv2d,
+pooling), `composites` (softmax, layer_norm, batch_norm: builders of primitives in a named
+scope), `sources` (constants, placeholders, variables, random_normal). Each module lists its
+builders in `__all__`; this package re-exports them, and the package re-exports exactly those
+as `pg.<name>` (`from .ops import *`).
 """
 
 from . import composites, elementwise_op, math, nn, reductions, shape_ops, sources
