@@ -8,7 +8,8 @@ The plan cache is bounded (`Session.plan_cache_size`, least recently used out): 
 per-step tuples for every op it runs, so a program fetching each of thousands of ops once would
 otherwise keep thousands of plans (gigabytes) for the session's lifetime. Values a run returns
 are the caller's own arrays: fetching one tensor twice gives two arrays, and sources (constants,
-variables, feeds) are returned as copies.
+variables, feeds) and views (a reshape's value is a view of its input) are returned as
+copies.
 
 >>> with pg.Session(g, pg.Config(inter_op_threads=2)) as sess:   # doctest: +SKIP
 ...     value, trace = sess.run(out, trace=True)
@@ -274,7 +275,7 @@ class Session:
             ) from error
         source_slots = plan.source_slots
         results = [
-            values[slot].copy() if slot in source_slots else values[slot]
+            values[slot].copy() if slot in source_slots or _a_view(values[slot]) else values[slot]
             for slot in plan.fetch_slots
         ]
         run_trace = None
@@ -365,6 +366,12 @@ def _check_feed_value(op: Op, value: Any) -> np.ndarray:
         )
     # A private copy: the caller may change their array later; kernels never write inputs.
     return np.array(array, dtype=op.dtype, order="C", copy=True)
+
+
+def _a_view(value: Any) -> bool:
+    """Whether a value is a view of memory it does not own: a reshape-like op's output (of a
+    constant, a variable, another fetched value), which the caller must get as a copy."""
+    return isinstance(value, np.ndarray) and value.base is not None
 
 
 def _distinct_values(leaf_ops: list[Op | None], results: list[np.ndarray]) -> list[Any]:

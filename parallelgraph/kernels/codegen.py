@@ -186,7 +186,7 @@ def cpu_source() -> str:
 
     parts = [CPU_HEADER]
     for entry in TABLE.values():
-        parts.append(f"\n# --- {entry.name}: {entry.summary}\n")
+        parts.append(f"\n# --- {entry.name}: {entry.summary.splitlines()[0]}\n")
         parts.append(_cpu_scalar(entry))
         parts.append(ROW_TEMPLATES[entry.arity].format(kernel=KERNEL, name=entry.name))
         if entry.commutes and entry.identity is not None and entry.result == "same":

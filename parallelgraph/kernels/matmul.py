@@ -89,7 +89,13 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["ROW_ALIGN", "matmul_rows_blas", "matmul_rows_numba"]
+__all__ = [
+    "ROW_ALIGN",
+    "matmul_batches_blas",
+    "matmul_batches_numba",
+    "matmul_rows_blas",
+    "matmul_rows_numba",
+]
 
 
 def _host_vector_bytes() -> int:
@@ -284,3 +290,35 @@ def matmul_rows_numba(a, b, out, row_start, row_stop):
                                         out[i0 + i, j0 + j] += tile[i, j]
                                     else:
                                         out[i0 + i, j0 + j] = tile[i, j]
+
+
+# -- batched matmul: a range of the output's flat rows, batch by batch ----------------------------
+#
+# A batched matmul's output (batch, m, n) is cut into shards of its batch * m rows, like a 2-D
+# one's; a shard may start or end inside a batch. These wrappers run the row kernels above on
+# each batch's part of the range: batch `i` of the output reads batch `a_of[i]` of `a` and
+# `b_of[i]` of `b` (a broadcast batch axis maps many output batches to one).
+
+
+def matmul_batches_blas(a, a_of, b, b_of, out, row_start, row_stop) -> None:
+    """out's flat rows [row_start, row_stop) of a batched a @ b through NumPy's BLAS:
+    a (batches_a, m, k), b (batches_b, k, n), out (batches, m, n)."""
+    m = out.shape[1]
+    if m == 0:
+        return
+    for batch in range(row_start // m, -(-row_stop // m)):
+        lo, hi = max(row_start - batch * m, 0), min(row_stop - batch * m, m)
+        matmul_rows_blas(a[a_of[batch]], b[b_of[batch]], out[batch], lo, hi)
+
+
+@njit(nogil=True, cache=True)
+def matmul_batches_numba(a, a_of, b, b_of, out, row_start, row_stop):
+    """`matmul_batches_blas` with the pure Numba kernel (its bits do not depend on the range)."""
+    m = out.shape[1]
+    if row_start < 0 or row_stop > out.shape[0] * m or row_start > row_stop:
+        raise ValueError("matmul_batches_numba: row range out of bounds")
+    if m == 0:
+        return
+    for batch in range((row_start // m), (row_stop + m - 1) // m):
+        lo, hi = max(row_start - batch * m, 0), min(row_stop - batch * m, m)
+        matmul_rows_numba(a[a_of[batch]], b[b_of[batch]], out[batch], lo, hi)

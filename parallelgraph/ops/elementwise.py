@@ -230,13 +230,15 @@ def erf(x):
 
 
 def _gelu_reference(x: np.ndarray) -> np.ndarray:
-    return 0.5 * x * (1.0 + _erf_reference(x / math.sqrt(2.0)))
+    erfc = np.vectorize(math.erfc, otypes=[np.float64])
+    return 0.5 * x * erfc(-x / math.sqrt(2.0)) if np.size(x) else x
 
 
 @entry("Gelu", _gelu_reference, exact=False, ulp=4.0, flops=35, widen_reference=True)
 def gelu(x):
-    """The exact GELU, x * (1 + erf(x / sqrt(2))) / 2, elementwise (not tanh's approximation)."""
-    return 0.5 * x * (1.0 + math.erf(x * 0.7071067811865476))
+    """The exact GELU, x * (1 + erf(x / sqrt(2))) / 2, elementwise (not tanh's approximation);
+    computed as x * erfc(-x / sqrt(2)) / 2, which keeps its precision in the negative tail."""
+    return 0.5 * x * math.erfc(x * -0.7071067811865476)
 
 
 # --- comparisons, selection, conversion ----------------------------------------------------------

@@ -6,15 +6,18 @@ builder function users call.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import kernels
 from ..dtypes import Shape, num_elements, row_view_shape
-from ..graph import Tensor
-from .broadcast import NO_MAP
+from ..errors import GraphError
+from ..graph import Tensor, scope
+from .broadcast import NO_MAP, broadcast_shapes
 from .builder import as_tensor, binary_operands, build
 from .registry import Arrays, Bounds, Cost, OpDef, ShapeError, register
 
@@ -93,12 +96,54 @@ class AddN(OpDef):
         return total.astype(op.dtype)
 
 
+@dataclass(frozen=True)
+class MatmulLayout:
+    """How a matmul's operands are seen by its row kernels, from the shapes alone.
+
+    `flat`: `b` has no batch (its batch axes, if any, are 1s), so a (..., m, k) @ (k, n) is one
+    2-D product of a's rows: (rows, k) @ (k, n), the same kernel calls as a 2-D matmul (a dense
+    layer on a sequence is this). Otherwise batched: a (batches_a, m, k), b (batches_b, k, n),
+    out (batches, m, n), with output batch i reading `a_of[i]` and `b_of[i]` (NumPy's batch
+    broadcasting). Either way the shards are ranges of the output's rows (batches * m).
+    """
+
+    flat: bool
+    a: tuple[int, ...]
+    b: tuple[int, ...]
+    out: tuple[int, ...]
+    a_of: np.ndarray
+    b_of: np.ndarray
+
+
+@functools.lru_cache(maxsize=1024)
+def matmul_layout(a_shape: Shape, b_shape: Shape, out_shape: Shape) -> MatmulLayout:
+    m, k, n = a_shape[-2], a_shape[-1], b_shape[-1]
+    batch = out_shape[:-2]
+    if num_elements(b_shape[:-2]) == 1:
+        rows = num_elements(a_shape[:-1])
+        return MatmulLayout(True, (rows, k), (k, n), (rows, n), NO_MAP, NO_MAP)
+    maps = []
+    for shape in (a_shape[:-2], b_shape[:-2]):
+        index = np.arange(num_elements(shape), dtype=np.int64).reshape(shape)
+        maps.append(np.ascontiguousarray(np.broadcast_to(index, batch).reshape(-1)))
+    return MatmulLayout(
+        False,
+        (num_elements(a_shape[:-2]), m, k),
+        (num_elements(b_shape[:-2]), k, n),
+        (num_elements(batch), m, n),
+        *maps,
+    )
+
+
 @register
 class MatMul(OpDef):
-    """[m, k] @ [k, n]. Shards are row blocks of the output; `Config.matmul_kernel` picks the
-    kernel: "blas" (BLAS on the row block; cuBLAS through CuPy on a GPU, where CuPy can run it:
-    `kernels.gpu.cublas`) or "numba" (the register-tiled pure Numba kernel, on a GPU
-    `kernels.gpu.gemm`)."""
+    """a @ b with np.matmul's rules for operands of two or more axes: the last two multiply,
+    the ones before are batch axes that broadcast ((b, t, d) @ (d, k), (b, h, t, d) @
+    (b, h, d, t)). Shards are blocks of the output's rows (`MatmulLayout`); `Config.matmul_kernel`
+    picks the kernel: "blas" (BLAS on the row block; cuBLAS through CuPy on a GPU, where CuPy
+    can run it: `kernels.gpu.cublas`) or "numba" (the register-tiled pure Numba kernel, on a GPU
+    `kernels.gpu.gemm`). Operands are made C-contiguous first: BLAS's bits may depend on the
+    layout it is given (a Fortran-ordered operand changed the last bit of some elements)."""
 
     type = "matmul"
     default_name = "MatMul"
@@ -106,83 +151,125 @@ class MatMul(OpDef):
     row_align = 48
     #: Each shard's call packs all of B again. Threads that take several consecutive shards
     #: compute them in one call (`merges_rows`), so the shards of an op are as many calls as
-    #: threads take part; 128 rows lets a 256-row matmul use two threads (the wide graph at
-    #: medium, intra-op 2: 24.3 -> 20.6 ms; 64 rows: 22.0), where 256 kept it on one
-    #: (benchmarks/RESULTS.md, "Matmul shards of 128 rows").
+    #: threads take part; 128 rows lets a 256-row matmul use two threads (benchmarks/RESULTS.md,
+    #: "Matmul shards of 128 rows").
     min_shard_rows = 128
     flops_per_ns = 100.0
 
     def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
         a, b = inputs
         dtype = _same_dtype(inputs)
-        if a.ndim != 2 or b.ndim != 2:
-            raise ShapeError(f"matmul needs 2-D operands, got {list(a.shape)} @ {list(b.shape)}")
-        if a.shape[1] != b.shape[0]:
+        if dtype.kind != "f":
+            raise ShapeError(f"matmul computes in floats, not {dtype.name}: cast first")
+        if a.ndim < 2 or b.ndim < 2:
+            raise ShapeError(
+                f"matmul needs operands of 2 or more axes, got {list(a.shape)} @ "
+                f"{list(b.shape)} (reshape a vector to [1, n] or [n, 1])"
+            )
+        if a.shape[-1] != b.shape[-2]:
             raise ShapeError(
                 f"inner dimensions differ: {list(a.shape)} @ {list(b.shape)} "
-                f"({a.shape[1]} != {b.shape[0]})"
+                f"({a.shape[-1]} != {b.shape[-2]})"
             )
-        return (a.shape[0], b.shape[1]), dtype
+        try:
+            batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        except ShapeError as problem:
+            raise ShapeError(f"batch axes: {problem}") from None
+        return (*batch, a.shape[-2], b.shape[-1]), dtype
+
+    def layout(self, op: Any) -> MatmulLayout:
+        return matmul_layout(op.inputs[0].shape, op.inputs[1].shape, op.shape)
+
+    def rows(self, op: Any) -> int:
+        """The output's rows: (rows, n) flat, batches * m batched."""
+        return num_elements(self.layout(op).out[:-1])
 
     def cost(self, op: Any) -> Cost:
-        (m, k), n = op.inputs[0].shape, op.shape[1]
-        return Cost(2 * m * k * n, (m * k + k * n + m * n) * op.dtype.itemsize)
+        a, b = (t.shape for t in op.inputs)
+        m, k, n = a[-2], a[-1], b[-1]
+        batches = num_elements(op.shape[:-2])
+        moved = num_elements(a) + num_elements(b) + num_elements(op.shape)
+        return Cost(2 * batches * m * k * n, moved * op.dtype.itemsize)
 
     @staticmethod
     def uses_numba(config: Any) -> bool:
         """Whether `Config.matmul_kernel` names the Numba kernel (else: BLAS)."""
         return getattr(config, "matmul_kernel", "blas") == "numba"
 
-    def kernel(self, config: Any) -> Callable[..., None]:
-        """The row-block kernel `Config.matmul_kernel` names."""
-        if self.uses_numba(config):
-            return kernels.matmul.matmul_rows_numba
-        return kernels.matmul.matmul_rows_blas
+    def kernel(self, op: Any, config: Any) -> Callable[..., None]:
+        """The row-block kernel `Config.matmul_kernel` names, for the op's layout."""
+        flat, numba = self.layout(op).flat, self.uses_numba(config)
+        if flat:
+            return kernels.matmul.matmul_rows_numba if numba else kernels.matmul.matmul_rows_blas
+        return kernels.matmul.matmul_batches_numba if numba else kernels.matmul.matmul_batches_blas
+
+    def operands(self, op: Any, args: Arrays, out: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The kernel's array arguments (C-contiguous views), out's last."""
+        layout = self.layout(op)
+        a = np.ascontiguousarray(args[0]).reshape(layout.a)
+        b = np.ascontiguousarray(args[1]).reshape(layout.b)
+        if layout.flat:
+            return a, b, out.reshape(layout.out)
+        return a, layout.a_of, b, layout.b_of, out.reshape(layout.out)
 
     def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
         out = np.empty(op.shape, dtype=op.dtype)
-        return self.kernel(config), args[0], args[1], out
+        return (self.kernel(op, config), *self.operands(op, args, out), out)
 
     def whole(self, op: Any, config: Any = None) -> Callable[[Arrays], np.ndarray]:
         """One shard: the same kernel call on all rows, without the work tuple."""
-        kernel, shape, dtype, rows = self.kernel(config), op.shape, op.dtype, op.shape[0]
+        kernel, shape, dtype, rows = self.kernel(op, config), op.shape, op.dtype, self.rows(op)
+        operands = self.operands
 
         def product(args: Arrays) -> np.ndarray:
             out = np.empty(shape, dtype)
-            kernel(args[0], args[1], out, 0, rows)
+            kernel(*operands(op, args, out), 0, rows)
             return out
 
         return product
 
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
-        kernel, a, b, out = work
-        kernel(a, b, out, row_start, row_stop)
+        work[0](*work[1:-1], row_start, row_stop)
 
     def calls_blas(self, op: Any, config: Any) -> bool:
         return not self.uses_numba(config)
 
     def merges_rows(self, op: Any, work: Any, shards: Bounds, groups: Bounds) -> bool:
-        """The numba kernel: always (an element's arithmetic does not depend on the row range:
-        kernels.matmul). BLAS: where a probe showed it (kernels.blas_rows)."""
-        kernel, a, b, _ = work
-        if kernel is kernels.matmul.matmul_rows_numba:
+        """The numba kernels: always (an element's arithmetic does not depend on the row range:
+        kernels.matmul). BLAS: a flat product where a probe showed it (kernels.blas_rows);
+        batched, never (a merged call would give BLAS other row counts)."""
+        kernel = work[0]
+        if kernel in (kernels.matmul.matmul_rows_numba, kernels.matmul.matmul_batches_numba):
             return True
-        return kernels.blas_rows.merges_exactly(a, b, shards, groups)
+        if kernel is kernels.matmul.matmul_rows_blas:
+            return kernels.blas_rows.merges_exactly(work[1], work[2], shards, groups)
+        return False
 
     def gpu_launches(
         self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
     ) -> list[Any]:
+        layout = self.layout(op)
         requested = getattr(config, "matmul_kernel", "blas")
+        a, b, c = inputs[0].reshape(layout.a), inputs[1].reshape(layout.b), out.reshape(layout.out)
         if kernels.gpu.cublas.kernel_for(requested) == "blas":  # cuBLAS, as TF and PyTorch run
-            return kernels.gpu.cublas.matmul_launches(inputs[0], inputs[1], out)
-        return kernels.gpu.matmul_launches(inputs[0], inputs[1], out, scratch)
+            if not layout.flat:  # CuPy broadcasts the batch axes itself
+                a, b, c = inputs[0], inputs[1], out
+            return kernels.gpu.cublas.matmul_launches(a, b, c)
+        if layout.flat:
+            return kernels.gpu.matmul_launches(a, b, c, scratch)
+        launches = []  # one product a batch, in order on the step's stream (scratch reused)
+        for batch in range(layout.out[0]):
+            pair = a[int(layout.a_of[batch])], b[int(layout.b_of[batch])]
+            launches += kernels.gpu.matmul_launches(*pair, c[batch], scratch)
+        return launches
 
     def gpu_scratch_size(self, op: Any) -> int:
-        (m, k), n = op.inputs[0].shape, op.shape[1]
+        layout = self.layout(op)
+        m, k, n = layout.a[-2], layout.a[-1], layout.b[-1]
         return kernels.gpu.matmul_scratch_size(m, k, n, op.dtype)  # split-K partials
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
-        return (args[0].astype(np.float64) @ args[1].astype(np.float64)).astype(op.dtype)
+        return np.matmul(args[0].astype(np.float64), args[1].astype(np.float64)).astype(op.dtype)
 
 
 def _reduced_view(x: np.ndarray, outer: int, length: int, inner: int) -> np.ndarray:
@@ -318,9 +405,43 @@ def add_n(inputs: Sequence[object], name: str | None = None) -> Tensor:
     return build("add_n", tuple(as_tensor(x) for x in inputs), name=name)
 
 
-def matmul(a: object, b: object, name: str | None = None) -> Tensor:
-    """Matrix product of two 2-D tensors, [m, k] @ [k, n] -> [m, n]."""
-    return build("matmul", binary_operands(a, b), name=name)
+def matmul(
+    a: object,
+    b: object,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    name: str | None = None,
+) -> Tensor:
+    """Matrix product with np.matmul's rules: [m, k] @ [k, n] -> [m, n], and batch axes before
+    the last two broadcast ((b, t, d) @ (d, k) -> (b, t, k)). `transpose_a` / `transpose_b`
+    swap the last two axes of an operand first (TensorFlow's arguments): a constant is
+    transposed once, when the graph is built; a computed value by a `transpose` op in the
+    matmul's scope, which the timeline shows.
+
+    >>> pg.matmul(pg.constant(np.ones((2, 3, 4))), pg.constant(np.ones((5, 4))),
+    ...           transpose_b=True).shape
+    (2, 3, 5)
+    """
+    a, b = binary_operands(a, b)
+    if transpose_a or transpose_b:
+        with scope(name or "MatMul"):
+            a = _swap_last_axes(a, "transpose_a") if transpose_a else a
+            b = _swap_last_axes(b, "transpose_b") if transpose_b else b
+    return build("matmul", (a, b), name=name)
+
+
+def _swap_last_axes(x: Tensor, what: str) -> Tensor:
+    """x with its last two axes swapped: folded into a new constant when x is one."""
+    if x.ndim < 2:
+        raise GraphError(f"matmul {what}: {x.name!r} {list(x.shape)} has fewer than 2 axes")
+    perm = (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2)
+    if x.op.type == "constant":
+        from .sources import constant
+
+        return constant(np.transpose(x.op.attrs["value"], perm), name=what)
+    from .shape_ops import transpose
+
+    return transpose(x, perm, name=what)
 
 
 def reduce_sum(x: object, axis: int | None = None, name: str | None = None) -> Tensor:
