@@ -55,7 +55,7 @@ PYTHON_CASES = [
         "matmul 1-D",
         lambda: build(lambda: pg.matmul(pg.constant(np.ones(3)), pg.constant(np.ones((3, 3))))),
         pg.GraphError,
-        "needs 2-D operands",
+        "needs operands of 2 or more axes",
     ),
     (
         "add shapes",

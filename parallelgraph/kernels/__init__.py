@@ -27,7 +27,9 @@ _SUBMODULES = (
     "normal64",
     "matmul",
     "blas_rows",
+    "conv",
     "program",
+    "shape",
     "gpu",
 )
 

@@ -1,3 +1,203 @@
-"""(being written)"""
+"""Composite ops: softmax, log_softmax, layer_norm and batch_norm, each a few primitives (the
+reductions and elementwise ops) built inside one named scope.
 
-__all__: list[str] = []
+A composite adds no op type of its own: its ops are the primitives', so they shard, run on the
+GPU and fuse (`Config(fuse=True)`: `ops.fused_elementwise` takes those of their elementwise ops
+that read full rows or one row, such as layer_norm's `* gamma + beta`) like any others, and
+give the bits of the same primitives built by hand. The scope (`pg.scope`) makes them read as
+one group on the timeline and in errors: `softmax(x)` builds "Softmax/Max", "Softmax/Sub",
+"Softmax/Exp", "Softmax/Sum" and "Softmax/RealDiv". Without a `name`, a composite takes the
+first of "Softmax", "Softmax_1", ... that no earlier composite of the graph took; with one, it
+takes `name` as given (a repeated name shares the scope, as `pg.scope` does).
+
+Normalizing over an axis keeps the reduced axes as 1s (`keepdims=True`) so that the statistics
+broadcast back over them. Parameters along the normalized axes (layer_norm's gamma and beta,
+batch_norm's mean, variance, offset and scale) may be given as NumPy broadcasts them against x,
+or as exactly the sizes of those axes (a (C,) vector for axis 1 of an (N, C, H, W) x), which is
+laid out along them (a reshape to (C, 1, 1): on the host for an array, a `reshape` op for a
+tensor). Where both readings fit (a (5,) gamma for axis 1 of a (4, 5, 5) x) the axes' sizes win:
+the parameter belongs to the normalized axes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..errors import GraphError
+from ..graph import Tensor, _context, get_default_graph, scope
+from . import elementwise_op as ew
+from .broadcast import broadcast_shapes
+from .builder import as_tensor
+from .reductions import normalize_axes, reduce_max, reduce_mean, reduce_sum
+from .registry import ShapeError
+
+__all__ = ["batch_norm", "layer_norm", "log_softmax", "softmax"]
+
+Axis = int | Sequence[int]
+
+
+@contextmanager
+def _composite(label: str, name: str | None, first: str) -> Iterator[str]:
+    """`pg.scope` of the composite: `name`, or the first of label, label_1, ... under which the
+    graph has no op called `first` yet (the composite's first op: no earlier composite of this
+    kind took it)."""
+    if name is None:
+        graph, outer = get_default_graph(), "/".join(_context().scopes)
+        name, count = label, 0
+        while _has_op(graph, "/".join(filter(None, (outer, name, first)))):
+            count += 1
+            name = f"{label}_{count}"
+    with scope(name) as full:
+        yield full
+
+
+def _has_op(graph: object, name: str) -> bool:
+    try:
+        graph.op(name)  # type: ignore[attr-defined]
+    except GraphError:
+        return False
+    return True
+
+
+def _refuse(what: str, x: Tensor, problem: str) -> GraphError:
+    where = "/".join(_context().scopes) or "<root>"
+    return GraphError(f"cannot build {what} in scope {where!r}: {problem} (x: {list(x.shape)})")
+
+
+def _axes(what: str, x: Tensor, axis: object) -> tuple[int, ...]:
+    try:
+        return normalize_axes(axis, x.shape)
+    except ShapeError as problem:
+        raise _refuse(what, x, str(problem)) from None
+
+
+def _along(what: str, value: object, x: Tensor, axes: tuple[int, ...], role: str) -> Tensor | None:
+    """`value` (a parameter of the normalized axes) as a tensor ready to broadcast against x:
+    as given when NumPy broadcasts it without growing x, laid out along `axes` when it has
+    exactly their sizes (module docstring); GraphError otherwise. A number or an array becomes
+    a constant of x's dtype."""
+    if value is None:
+        return None
+    if not isinstance(value, Tensor):
+        value = np.asarray(value, dtype=x.dtype)
+    shape = tuple(value.shape)
+    sizes = tuple(x.shape[a] for a in axes)
+    laid_out = tuple(x.shape[a] if a in axes else 1 for a in range(len(x.shape)))
+    trailing = laid_out[len(laid_out) - len(shape) :] if len(shape) <= len(laid_out) else None
+    if shape == sizes and shape != trailing:  # (C,) for axis 1 of (N, C, H, W): (C, 1, 1)
+        if isinstance(value, Tensor):
+            from .shape_ops import reshape
+
+            return reshape(value, laid_out, name=f"{role}_along_axes")
+        return as_tensor(np.reshape(value, laid_out))
+    try:
+        grown = broadcast_shapes(tuple(x.shape), shape) != tuple(x.shape)
+    except ShapeError:
+        grown = True
+    if grown:
+        raise _refuse(
+            what,
+            x,
+            f"{role} of shape {list(shape)} does not broadcast against x: give the sizes of "
+            f"the normalized axes {list(sizes)} or a shape that broadcasts to x, such as "
+            f"{list(laid_out)}",
+        )
+    return as_tensor(value)
+
+
+def _number(value: object, x: Tensor) -> object:
+    """epsilon, checked: a real number (the elementwise builder gives it x's dtype)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise _refuse("a normalization", x, f"epsilon must be a number, got {value!r}")
+    return float(value)
+
+
+def softmax(x: object, axis: Axis = -1, name: str | None = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along `axis` (an int or a tuple of ints), computed as
+    e = exp(x - max(x)); e / sum(e), so large logits do not overflow.
+
+    >>> pg.softmax(pg.constant([[1.0, 2.0, 3.0]])).op.name
+    'Softmax/RealDiv'
+    """
+    x = as_tensor(x)
+    with _composite("Softmax", name, "Max"):
+        shifted = ew.subtract(x, reduce_max(x, axis, keepdims=True))
+        e = ew.exp(shifted)
+        return ew.divide(e, reduce_sum(e, axis, keepdims=True))
+
+
+def log_softmax(x: object, axis: Axis = -1, name: str | None = None) -> Tensor:
+    """log(softmax(x)) along `axis`, as x - max(x) - log(sum(exp(x - max(x)))): accurate where
+    softmax's value underflows to 0 (its log is then a finite large negative number)."""
+    x = as_tensor(x)
+    with _composite("LogSoftmax", name, "Max"):
+        shifted = ew.subtract(x, reduce_max(x, axis, keepdims=True))
+        total = reduce_sum(ew.exp(shifted), axis, keepdims=True)
+        return ew.subtract(shifted, ew.log(total))
+
+
+def layer_norm(
+    x: object,
+    gamma: object = None,
+    beta: object = None,
+    axis: Axis = -1,
+    epsilon: float = 1e-5,
+    name: str | None = None,
+) -> Tensor:
+    """Layer normalization over `axis` (an int or a tuple of ints):
+    (x - mean) * rsqrt(var + epsilon) * gamma + beta, with the mean and the (biased) variance
+    over the axes, gamma and beta (None: 1 and 0) of those axes' sizes or broadcasting to x.
+
+    >>> x = pg.constant(np.arange(6.0).reshape(2, 3))
+    >>> pg.layer_norm(x, np.ones(3), np.zeros(3)).shape
+    (2, 3)
+    """
+    x = as_tensor(x)
+    with _composite("LayerNorm", name, "Mean"):
+        axes = _axes("layer_norm", x, axis)
+        gamma = _along("layer_norm", gamma, x, axes, "gamma")
+        beta = _along("layer_norm", beta, x, axes, "beta")
+        centered = ew.subtract(x, reduce_mean(x, axes, keepdims=True))
+        variance = reduce_mean(ew.square(centered), axes, keepdims=True)
+        out = ew.multiply(centered, ew.rsqrt(ew.add(variance, _number(epsilon, x))))
+        if gamma is not None:
+            out = ew.multiply(out, gamma)
+        return out if beta is None else ew.add(out, beta)
+
+
+def batch_norm(
+    x: object,
+    mean: object,
+    variance: object,
+    offset: object = None,
+    scale: object = None,
+    epsilon: float = 1e-5,
+    axis: Axis = -1,
+    name: str | None = None,
+) -> Tensor:
+    """Batch normalization at inference, as tf.nn.batch_normalization:
+    (x - mean) * rsqrt(variance + epsilon) * scale + offset, with mean, variance, offset and
+    scale (None: 1 and 0) vectors along the channel `axis` (or shapes broadcasting to x).
+
+    >>> x = pg.constant(np.ones((4, 3)))
+    >>> pg.batch_norm(x, np.zeros(3), np.ones(3), epsilon=0.0).op.name
+    'BatchNorm/Mul'
+    """
+    x = as_tensor(x)
+    with _composite("BatchNorm", name, "Sub"):
+        axes = _axes("batch_norm", x, axis)
+        roles = ("mean", "variance", "offset", "scale")
+        mean, variance, offset, scale = (
+            _along("batch_norm", v, x, axes, role)
+            for role, v in zip(roles, (mean, variance, offset, scale))
+        )
+        if mean is None or variance is None:
+            raise _refuse("batch_norm", x, "mean and variance are needed")
+        inverse = ew.rsqrt(ew.add(variance, _number(epsilon, x)))
+        out = ew.multiply(ew.subtract(x, mean), inverse)
+        if scale is not None:
+            out = ew.multiply(out, scale)
+        return out if offset is None else ew.add(out, offset)

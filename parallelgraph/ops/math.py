@@ -1,4 +1,4 @@
-"""Compute ops: add_n, matmul and reductions (the elementwise ones are `ops.elementwise`'s table).
+"""Compute ops: add_n and matmul (reductions: `ops.reductions`; elementwise: `ops.elementwise`).
 
 Each op is one small block: an `OpDef` (shape rule, cost, row kernel, NumPy reference) and the
 builder function users call.
@@ -21,7 +21,7 @@ from .broadcast import NO_MAP, broadcast_shapes
 from .builder import as_tensor, binary_operands, build
 from .registry import Arrays, Bounds, Cost, OpDef, ShapeError, register
 
-__all__ = ["add_n", "matmul", "reduce_mean", "reduce_sum"]
+__all__ = ["add_n", "matmul"]
 
 
 def _rows_of(array: np.ndarray, rows: int, columns: int) -> np.ndarray:
@@ -272,130 +272,6 @@ class MatMul(OpDef):
         return np.matmul(args[0].astype(np.float64), args[1].astype(np.float64)).astype(op.dtype)
 
 
-def _reduced_view(x: np.ndarray, outer: int, length: int, inner: int) -> np.ndarray:
-    """x as (outer, length, inner) around the reduced axis; (outer, length) when inner is 1,
-    whose contiguous rows `kernels.reduce.sum_last` sums as vectors."""
-    return x.reshape(outer, length) if inner == 1 else x.reshape(outer, length, inner)
-
-
-def _sum_into(x: np.ndarray, partial: np.ndarray, rows: tuple, lanes: Any) -> None:
-    """partial += the sums of x over `rows` (outer start, stop, length start, stop): along the
-    last axis in `lanes` (a float64 scratch of `kernels.reduce.LANES`), else row by row."""
-    if lanes is None:
-        kernels.reduce.sum_middle(x, partial, *rows)
-    else:
-        kernels.reduce.sum_last(x, partial, *rows, lanes)
-
-
-@register
-class ReduceSum(OpDef):
-    """Sum over one axis or all of them, accumulated in float64 (see kernels.reduce)."""
-
-    type = "reduce_sum"
-    default_name = "Sum"
-    flops_per_ns = 20.0  # vectorized float64 lanes (measured: benchmarks/reduce_sum.py)
-    blas_free = True  # kernels.reduce
-
-    def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
-        shape, axis = inputs[0].shape, attrs["axis"]
-        if axis is None:
-            return (), inputs[0].dtype
-        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-            raise ShapeError(f"axis must be None or an int, got {axis!r}")
-        if not -len(shape) <= axis < len(shape):
-            raise ShapeError(f"axis {axis} is out of range for shape {list(shape)}")
-        attrs["axis"] = int(axis) % len(shape)
-        return shape[: attrs["axis"]] + shape[attrs["axis"] + 1 :], inputs[0].dtype
-
-    def cost(self, op: Any) -> Cost:
-        n = num_elements(op.inputs[0].shape)
-        return Cost(n, (n + num_elements(op.shape)) * op.dtype.itemsize)
-
-    @staticmethod
-    def view(op: Any) -> tuple[int, int, int]:
-        """(outer, length, inner) around the reduced axis (axis=None: one long row)."""
-        shape, axis = op.inputs[0].shape, op.attrs["axis"]
-        if axis is None:
-            return 1, num_elements(shape), 1
-        return num_elements(shape[:axis]), shape[axis], num_elements(shape[axis + 1 :])
-
-    def rows(self, op: Any) -> int:
-        """Outer rows, except for exactly one outer row: then ranges of the reduced axis.
-
-        Zero outer rows (shape (0, n), axis 1) means zero rows of work: the output is empty.
-        """
-        outer, length, _ = self.view(op)
-        return length if outer == 1 else outer
-
-    def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
-        outer, length, inner = self.view(op)
-        partials = np.zeros((num_shards if outer == 1 else 1, outer, inner), dtype=np.float64)
-        # along the last axis: a scratch of lanes a shard (see _sum_into)
-        lanes = np.empty((num_shards, kernels.reduce.LANES)) if inner == 1 else None
-        return _reduced_view(args[0], outer, length, inner), partials, lanes
-
-    def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
-        x, partials, lanes = work
-        outer, length = x.shape[:2]
-        # shards own ranges of the reduced axis, each with its partial sum (one outer row), or
-        # disjoint output rows (none at all when outer is 0)
-        rows = (0, 1, row_start, row_stop) if outer == 1 else (row_start, row_stop, 0, length)
-        partial = partials[shard if outer == 1 else 0]
-        _sum_into(x, partial, rows, None if lanes is None else lanes[shard])
-
-    def finish(self, op: Any, work: Any) -> np.ndarray:
-        x, partials, _ = work
-        total = partials[0].copy()
-        for partial in partials[1:]:  # fixed shard order: bit-identical on any threads
-            total += partial
-        return self.scale(total, x.shape[1]).astype(op.dtype).reshape(op.shape)
-
-    def scale(self, total: np.ndarray, length: int) -> np.ndarray:
-        return total
-
-    def whole(self, op: Any, config: Any = None) -> Callable[[Arrays], np.ndarray]:
-        """One shard: `prepare`, `compute` of all rows and `finish` in one function (the same
-        kernel call on the same rows into a zeroed total, the same scale and cast: the same
-        bits), without the work tuple and the partials' bookkeeping (~10 us of a small sum)."""
-        outer, length, inner = self.view(op)
-        shape, dtype, scale = op.shape, op.dtype, self.scale
-        rows = (0, outer, 0, length)
-
-        def summed(args: Arrays) -> np.ndarray:
-            total = np.zeros((outer, inner))
-            lanes = np.empty(kernels.reduce.LANES) if inner == 1 else None
-            _sum_into(_reduced_view(args[0], outer, length, inner), total, rows, lanes)
-            return scale(total, length).astype(dtype).reshape(shape)
-
-        return summed
-
-    def gpu_launches(
-        self, op: Any, inputs: list[Any], out: Any, scratch: Any = None, config: Any = None
-    ) -> list[Any]:
-        outer, length, inner = self.view(op)
-        x = inputs[0].reshape(outer, length, inner)
-        mean = self.type == "reduce_mean"
-        return kernels.gpu.reduce_sum_launches(x, out.reshape(outer, inner), mean, scratch)
-
-    def gpu_scratch_size(self, op: Any) -> int:
-        return kernels.gpu.reduce_scratch_size(*self.view(op))
-
-    def reference(self, op: Any, args: Arrays) -> np.ndarray:
-        return np.sum(args[0].astype(np.float64), axis=op.attrs["axis"]).astype(op.dtype)
-
-
-@register
-class ReduceMean(ReduceSum):
-    type = "reduce_mean"
-    default_name = "Mean"
-
-    def scale(self, total: np.ndarray, length: int) -> np.ndarray:
-        return total / length if length else np.full_like(total, np.nan)
-
-    def reference(self, op: Any, args: Arrays) -> np.ndarray:
-        return np.mean(args[0].astype(np.float64), axis=op.attrs["axis"]).astype(op.dtype)
-
-
 def add_n(inputs: Sequence[object], name: str | None = None) -> Tensor:
     """Sum of a list of same-shaped tensors."""
     if isinstance(inputs, Tensor) or not isinstance(inputs, Sequence) or not inputs:
@@ -442,13 +318,3 @@ def _swap_last_axes(x: Tensor, what: str) -> Tensor:
     from .shape_ops import transpose
 
     return transpose(x, perm, name=what)
-
-
-def reduce_sum(x: object, axis: int | None = None, name: str | None = None) -> Tensor:
-    """Sum over `axis` (an int) or over all elements (None), accumulated in float64."""
-    return build("reduce_sum", (as_tensor(x),), {"axis": axis}, name)
-
-
-def reduce_mean(x: object, axis: int | None = None, name: str | None = None) -> Tensor:
-    """Mean over `axis` (an int) or over all elements (None)."""
-    return build("reduce_mean", (as_tensor(x),), {"axis": axis}, name)

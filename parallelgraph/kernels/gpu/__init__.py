@@ -45,6 +45,13 @@ By op; each op's launcher is ``<op>_launches``.
 * every elementwise op of the table (``elementwise_launches(name, inputs, out)``) -- one thread
   per output element, operands read through broadcast strides (`generated`); add_n folds with
   ``add`` in place.
+* ``conv2d``, ``max_pool2d``/``avg_pool2d`` -- `conv`: one thread per output element, in the
+  output's memory order (NHWC or NCHW); padded positions skipped.
+* shape ops -- `shape`: one strided-copy kernel (transpose, slice, split, ``t[...]``), concat,
+  gather and take-along (indices wrapped and clamped into range: the GPU cannot raise), top_k
+  (one thread a row). reshape-like ops are a `DeviceCopy`.
+* reductions over any axes -- ``reduce_axes_launches(kind, x, out, axes)`` (sum, mean, max,
+  min): one thread per output, walking the reduced axes through their strides.
 * ``reduce_sum`` -- ``x`` seen as (outer, length, inner). With many outputs (or a short axis, or
   no scratch) one thread per output sums ``l`` in order in float64. With few outputs and a long
   axis, two passes through the scratch buffer: pass 1 gives each of ``chunks`` threads per
@@ -63,6 +70,7 @@ with ``cache=True`` (ignored by the simulator).
 from __future__ import annotations
 
 from . import launch
+from .conv import conv2d_launches, pool2d_launches
 from .gemm import matmul_launches, matmul_scratch_size
 from .generated import elementwise_launches
 from .launch import (
@@ -77,9 +85,17 @@ from .reduce import (
     REDUCE_MAX_CHUNKS,
     REDUCE_MIN_SLICE,
     REDUCE_TARGET_THREADS,
+    reduce_axes_launches,
     reduce_chunks,
     reduce_scratch_size,
     reduce_sum_launches,
+)
+from .shape import (
+    concat_launches,
+    gather_launches,
+    strided_copy_launches,
+    take_along_last_launches,
+    top_k_launches,
 )
 
 __all__ = [
@@ -89,16 +105,24 @@ __all__ = [
     "REDUCE_TARGET_THREADS",
     "DeviceCopy",
     "Launch",
+    "concat_launches",
+    "conv2d_launches",
     "cublas",
     "elementwise_launches",
+    "gather_launches",
     "gemm",
     "launch",
     "launch_config",
     "matmul_launches",
     "matmul_scratch_size",
+    "pool2d_launches",
     "random_normal_launches",
+    "reduce_axes_launches",
     "reduce_chunks",
     "reduce_scratch_size",
     "reduce_sum_launches",
     "run_launches",
+    "strided_copy_launches",
+    "take_along_last_launches",
+    "top_k_launches",
 ]
