@@ -32,6 +32,7 @@ _LAZY_SUBMODULES = {
     "sweeps": "experiments.sweeps",
     "replay": "trace.replay",
     "recorded": "recorded",
+    "models": "models",
 }
 
 

@@ -112,6 +112,7 @@ def make_parser() -> argparse.ArgumentParser:
     run.add_argument("--streams", type=_stream_count, default=1, help="CUDA streams")
     run.add_argument("--stream-policy", default="branches", choices=list(STREAM_POLICIES))
     run.add_argument("--matmul-kernel", default="blas", choices=["blas", "numba"])
+    run.add_argument("--fuse", action="store_true", help="fuse elementwise groups and epilogues")
     run.add_argument("--repeats", type=_at_least_one, default=5)
     run.add_argument("--warmup", type=_non_negative, default=1)
     run.add_argument("--trace", metavar="FILE", help="write the median run's Chrome trace here")
@@ -172,8 +173,9 @@ def summarize(preset: Preset, config: Config, measurement: Measurement) -> dict[
         "ops": len(median.ops()),
         "config": config.resolved().as_dict(),
     }
-    if preset.name == "two-networks":
-        report["overlap"] = measurement.median_overlap("net1", "net2")
+    if len(preset.scopes) >= 2:  # its first two branches (net1 and net2 for the seed graph)
+        report["overlap"] = measurement.median_overlap(*preset.scopes[:2])
+        report["overlap_of"] = list(preset.scopes[:2])
     return report
 
 
@@ -194,6 +196,7 @@ def command_run(args: argparse.Namespace) -> int:
         streams=args.streams,
         stream_policy=args.stream_policy,
         dask_address=args.address,
+        fuse=args.fuse,
     )
     measurement = run_preset(preset, config, args.repeats, args.warmup)
     report = summarize(preset, config, measurement)
@@ -206,7 +209,11 @@ def command_run(args: argparse.Namespace) -> int:
         print(
             f"median makespan {report['makespan_ms']:.2f} ms over {args.repeats} repeats "
             f"(wall {report['wall_ms']:.2f} ms); {report['ops']} ops on lanes {report['lanes']}"
-            + (f"; net1/net2 overlap {overlap:.2f}" if overlap is not None else "")
+            + (
+                f"; {' / '.join(report['overlap_of'])} overlap {overlap:.2f}"  # type: ignore[arg-type]
+                if overlap is not None
+                else ""
+            )
         )
     if args.trace:  # after the report, so a failed save does not lose what was measured
         try:

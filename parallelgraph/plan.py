@@ -42,6 +42,7 @@ from .ops.fused import fuse_epilogues
 from .ops.fused_elementwise import fuse_elementwise
 from .ops.registry import Cost, OpDef, opdef
 from .plan_notes import NoteKind, PlanNote
+from .scopes import branch_level, branch_of
 from .streams import POLICIES, breadth_first, ready_walk
 
 #: A shard should carry at least this much estimated work: a hand-off to another thread costs
@@ -404,7 +405,14 @@ def _assign_streams(
         for op in steps_ops
         if step_of[op.id] in gpu_set
     }
-    stream_of = POLICIES[config.stream_policy].assign(gpu_steps, producers, config.streams)
+    branches = branch_level(op.scope for op in steps_ops)
+    groups = {
+        step_of[op.id]: group
+        for op in steps_ops
+        if step_of[op.id] in gpu_set and (group := branch_of(op.scope, branches)) is not None
+    }
+    policy = POLICIES[config.stream_policy]
+    stream_of = policy.assign(gpu_steps, producers, config.streams, groups)
     waits = {
         step: tuple(p for p in producers[step] if stream_of[p] != stream_of[step])
         for step in gpu_steps

@@ -3,9 +3,13 @@
 - `single`: every op on stream 0 — TensorFlow 1.x's behaviour, which serialized the seed's two
   networks on one GPU.
 - `branches`: an op continues the stream of an input whose stream it directly follows (its
-  chain); an op that starts a new chain (no GPU input, or a fork) opens the next stream, round
-  robin over `Config.streams`. Independent chains — the seed's net1 and net2 — get their own
-  streams; a join (out = r1 + r2) continues one of its inputs' streams and waits on the others.
+  chain), except that an op of a branch scope (`scopes.branch_level`: net1, or
+  attention/head3) whose branch has a stream already takes that one; an op that starts a new
+  chain elsewhere (no GPU input, or a fork) opens the next stream, round robin over
+  `Config.streams`. Independent chains — the seed's net1 and
+  net2 — get their own streams, and so do the heads, experts and towers of `pg.models` (a
+  head's q, k and v projections, three chains forked from one input, stay on the head's
+  stream); a join (out = r1 + r2) continues one of its inputs' streams and waits on the others.
 - `round_robin`: the i-th GPU op (in plan order) goes to stream i mod streams, chains or not.
 
 Policies are pure functions of the plan's GPU steps (no CUDA import), so they are tested
@@ -31,9 +35,14 @@ class StreamPolicy(Protocol):
     name: str
 
     def assign(
-        self, steps: Sequence[int], producers: dict[int, Sequence[int]], streams: int
+        self,
+        steps: Sequence[int],
+        producers: dict[int, Sequence[int]],
+        streams: int,
+        groups: dict[int, str] | None = None,
     ) -> dict[int, int]:
-        """Stream index for each GPU step (given in plan order) from its GPU producers."""
+        """Stream index for each GPU step (given in plan order) from its GPU producers;
+        `groups`: the branch scope of each step that has one."""
         ...
 
 
@@ -41,7 +50,11 @@ class SingleStream:
     name = "single"
 
     def assign(
-        self, steps: Sequence[int], producers: dict[int, Sequence[int]], streams: int
+        self,
+        steps: Sequence[int],
+        producers: dict[int, Sequence[int]],
+        streams: int,
+        groups: dict[int, str] | None = None,
     ) -> dict[int, int]:
         return dict.fromkeys(steps, 0)
 
@@ -50,7 +63,11 @@ class RoundRobin:
     name = "round_robin"
 
     def assign(
-        self, steps: Sequence[int], producers: dict[int, Sequence[int]], streams: int
+        self,
+        steps: Sequence[int],
+        producers: dict[int, Sequence[int]],
+        streams: int,
+        groups: dict[int, str] | None = None,
     ) -> dict[int, int]:
         return {step: position % streams for position, step in enumerate(steps)}
 
@@ -59,20 +76,31 @@ class Branches:
     name = "branches"
 
     def assign(
-        self, steps: Sequence[int], producers: dict[int, Sequence[int]], streams: int
+        self,
+        steps: Sequence[int],
+        producers: dict[int, Sequence[int]],
+        streams: int,
+        groups: dict[int, str] | None = None,
     ) -> dict[int, int]:
+        groups = groups or {}
         stream_of: dict[int, int] = {}
         tail: dict[int, int] = {}  # stream -> the last step placed on it
+        of_group: dict[str, int] = {}  # branch scope -> its stream
         opened = 0
         for step in steps:
             continuing = [
                 stream_of[p] for p in producers.get(step, ()) if tail.get(stream_of[p]) == p
             ]
-            if continuing:
+            group = groups.get(step)
+            if group is not None and group in of_group:  # the branch's own stream
+                stream = of_group[group]
+            elif continuing:
                 stream = continuing[0]
             else:
                 stream = opened % streams
                 opened += 1
+            if group is not None:
+                of_group.setdefault(group, stream)
             stream_of[step] = stream
             tail[stream] = step
         return stream_of

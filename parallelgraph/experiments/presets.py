@@ -10,12 +10,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..graph import Graph, Tensor, device, scope
+from ..models.presets import ARCHITECTURES
 from ..ops import add, add_n, matmul, random_normal, reduce_sum, relu, tanh, variable
+from .preset_record import Preset
 
 #: (batch, input, hidden, output) of the two-network graph, as in the issue tracker.
 TWO_NETWORK_SIZES = {
@@ -31,19 +31,9 @@ TWO_NETWORK_SIZES = {
 }
 #: (batch, width) of the other presets.
 WIDTH_SIZES = {"tiny": (8, 16), "small": (64, 128), "medium": (256, 512), "large": (1024, 1024)}
-PRESETS = ("two-networks", "wide", "chain", "random")
-
-
-@dataclass(frozen=True)
-class Preset:
-    """A built preset: the graph, the tensor to fetch, and a one-line description."""
-
-    name: str
-    size: str
-    graph: Graph
-    fetch: Tensor
-    description: str
-    scopes: tuple[str, ...] = ()
+#: The graphs of this module, then the architectures of `pg.models` (attention, ...).
+GRAPH_PRESETS = ("two-networks", "wide", "chain", "random")
+PRESETS = GRAPH_PRESETS + tuple(ARCHITECTURES)
 
 
 def network(batch: int, n_in: int, n_hidden: int, n_out: int, dtype: str, seed: int) -> Tensor:
@@ -144,7 +134,12 @@ def build_preset(
     dtype: str = "float32",
     device_name: str | None = None,
 ) -> Preset:
-    """Build a preset by its CLI name: two-networks, wide, chain or random."""
+    """Build a preset by its CLI name: two-networks, wide, chain, random, or an architecture of
+    `pg.models` (at a named size)."""
+    if name in ARCHITECTURES:
+        if not isinstance(size, str):
+            raise ValueError(f"{name} takes a named size (tiny, small, medium, large), not {size}")
+        return ARCHITECTURES[name].preset(size, dtype, device_name)
     builders = {"two-networks": two_networks, "wide": wide, "chain": chain, "random": random_dag}
     if name not in builders:
         raise ValueError(f"unknown preset {name!r}; choose from {PRESETS}")

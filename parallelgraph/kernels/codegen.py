@@ -44,6 +44,9 @@ _KERNELS = os.path.dirname(os.path.abspath(__file__))
 #: change there regenerates (Numba's cache only knows the file a kernel is defined in).
 _CPU_HELPERS = ("bounds.py", "elementwise.py", "vecmath.py", "program.py", "interpreter.py")
 _lock = threading.Lock()
+#: Generated versions kept in the package's own folder (older ones are removed when a new one
+#: is written there).
+KEPT = 4
 _modules: dict[str, ModuleType] = {}
 
 INLINE = '@njit(nogil=True, inline="always", error_model="numpy")'
@@ -262,10 +265,16 @@ def generated_folder() -> str:
 
 
 def _remove_older(folder: str, stem: str, keep: str) -> None:
-    """Earlier versions of a generated module in our own folder (a table edited in a checkout)."""
-    for name in os.listdir(folder):
-        path = os.path.join(folder, name)
-        if name.startswith(f"{stem}_") and name.endswith(".py") and path != keep:
+    """Versions of a generated module in our own folder beyond the newest `KEPT` (a table
+    edited in a checkout): a process still running an older one keeps its file."""
+    versions = [
+        os.path.join(folder, name)
+        for name in os.listdir(folder)
+        if name.startswith(f"{stem}_") and name.endswith(".py")
+    ]
+    versions.sort(key=os.path.getmtime, reverse=True)
+    for path in versions[KEPT:]:
+        if path != keep:
             try:
                 os.remove(path)
             except OSError:

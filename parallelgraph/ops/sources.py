@@ -21,8 +21,6 @@ from ..graph import Tensor
 from .builder import _describe_failure, build
 from .registry import REGISTRY, Arrays, Cost, OpDef, ShapeError, register
 
-__all__ = ["constant", "placeholder", "random_normal", "variable"]
-
 VARIABLE_INITIALIZERS = ("glorot_uniform", "zeros", "ones")
 
 
@@ -75,6 +73,9 @@ class Variable(SourceDef):
             return np.ones(op.shape, dtype=op.dtype)
         fan_in = op.shape[0] if op.shape else 1
         fan_out = op.shape[-1] if op.shape else 1
+        if len(op.shape) >= 3:  # conv filters (..., in, out): TensorFlow's receptive field
+            field = num_elements(op.shape[:-2])
+            fan_in, fan_out = op.shape[-2] * field, op.shape[-1] * field
         limit = np.sqrt(6.0 / max(1, fan_in + fan_out))
         rng = np.random.default_rng(default_seed(op))
         return rng.uniform(-limit, limit, size=op.shape).astype(op.dtype)
@@ -303,4 +304,5 @@ def random_normal(
     return build("random_normal", (), attrs, name)
 
 
-__all__ = ["ShapeError", "constant", "placeholder", "random_normal", "variable"]
+#: The builders (`pg.<name>`).
+__all__ = ["constant", "placeholder", "random_normal", "variable"]

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..devices import split_device
+from ..scopes import branch_level
 from .intervals import Intervals, intersect, length
 
 if TYPE_CHECKING:
@@ -107,9 +108,11 @@ def overlap(trace: Trace, spec_a: str, spec_b: str) -> float:
 
 
 def default_branches(trace: Trace) -> list[Branch]:
-    """The top-level scopes ("" left out) when there are two or more; else each lane that ran
-    ops (a thread, a stream), busiest first; else the one scope there is."""
-    scopes = [s for s in trace.scopes() if s]
+    """The top-level scopes ("" left out) when there are two or more, or, when every scoped op
+    is in one (a model built in `pg.scope("attention")`), the first level below it with two or
+    more (`branch_scopes`); else each lane that ran ops (a thread, a stream), busiest first;
+    else the one scope there is."""
+    scopes = branch_scopes(trace)
     if len(scopes) >= 2:
         return [select(trace, f"scope:{s}") for s in scopes]
     devices = _devices(trace)
@@ -123,6 +126,12 @@ def default_branches(trace: Trace) -> list[Branch]:
         lanes = [_branch(trace, lane, "lane", ops) for lane, ops in by_lane.items()]
         return sorted(lanes, key=lambda b: -b.busy_ns)
     return [select(trace, f"scope:{s}") for s in scopes]
+
+
+def branch_scopes(trace: Trace) -> list[str]:
+    """The trace's branch scopes (`scopes.branch_level`): the top-level ones, or the first level
+    below a lone one with two or more."""
+    return branch_level(event.scope for event in trace.ops(nested=True))
 
 
 def _devices(trace: Trace) -> list[str]:

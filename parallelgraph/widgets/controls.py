@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..dtypes import FLOAT_DTYPES
-from ..experiments.presets import PRESETS
+from ..experiments.presets import GRAPH_PRESETS
 from .settings import KnobsBase, RunKnob
 
 BATCHES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
@@ -41,7 +41,7 @@ def preset_controls() -> dict[str, Any]:
     import ipywidgets as w
 
     return {
-        "preset": list(PRESETS),
+        "preset": list(GRAPH_PRESETS),
         "batch": w.SelectionSlider(options=BATCHES, value=64),
         "hidden": w.SelectionSlider(options=HIDDENS, value=256),
         "dtype": list(FLOAT_DTYPES),

@@ -15,7 +15,9 @@ The design is ipywidgets' `interact_manual` pattern, in three layers, each a mod
    abbreviations; the run knobs (device, executor, inter-op and intra-op threads, CUDA streams
    and policy, repeats) are always there, made from `Config`'s field metadata.
    `dash.controls[name]` is the widget of a parameter or knob. `pg.dashboard(graph, fetches)`
-   takes a graph already built (knobs only); `pg.dashboard(preset="wide")` the built-in graphs.
+   takes a graph already built (knobs only); `pg.dashboard(preset="wide")` the built-in graphs,
+   `pg.dashboard(preset="attention")` an architecture of `pg.models` with a slider for each of
+   its sizes (heads, branches, experts, width, batch: `models.presets.ARCHITECTURES`).
 2. **A pure function of the settings** (`settings`, `runner`): `Settings` (the graph source,
    its parameters, the `Knobs`) is a frozen value; `Runner.run(settings) -> Result` rebuilds
    only what a change requires and closes an old session before opening a new one. Nothing in
@@ -57,9 +59,11 @@ from dataclasses import replace
 from typing import Any
 
 from ..devices import Device
+from ..dtypes import FLOAT_DTYPES
 from ..experiments import stats
 from ..graph import Graph
 from ..interrupts import RELAY
+from ..models.presets import ARCHITECTURES
 from . import canvas, viewer
 from .background import RunThread
 from .canvas import figure_png
@@ -168,6 +172,12 @@ class Dashboard(RunThread, viewer.ViewerControls):
             return GraphSource(graph=build, fetches=fetches), {}
         if fetches is not None:
             raise TypeError("fetches go with a built graph: Dashboard(graph, fetches)")
+        if build is None and options.get("preset") in ARCHITECTURES:  # pg.models' presets
+            architecture = ARCHITECTURES[options.pop("preset")]
+            abbreviations = {**architecture.controls, "dtype": list(FLOAT_DTYPES)}
+            starting = {**architecture.sizes["small"], **options}
+            controls = param_controls(architecture.build, abbreviations, starting, KNOB_NAMES)
+            return GraphSource(architecture.build), controls
         if build is None:  # the built-in graphs: options are starting values
             abbreviations = preset_controls()
             unknown = sorted(set(options) - set(abbreviations))
