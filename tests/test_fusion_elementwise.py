@@ -414,3 +414,25 @@ def test_a_chain_of_20000_adds_plans_and_runs_as_one_step():
         value = session.run(out)
     assert len(steps) == 2 and steps[1].op.attrs["registers"] == 2
     assert_same_bits(value, reference(graph, out))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("rows, width", [(7, 5), (64, 3), (3, 2000), (1, 9), (33, 1)])
+def test_a_column_operand_is_splatted_across_its_rows(rows, width, dtype, many_shards):
+    """x - max(x, keepdims) then exp, divided by a row sum: the (rows, 1) operands join the
+    group (each row's value splatted across the row), with the unfused run's bits."""
+    values = operand_values((rows, width), dtype, 4)
+    graph = pg.Graph("splat")
+    with graph.as_default():
+        x = pg.constant(values)
+        column = pg.constant(operand_values((rows, 1), dtype, 5))
+        out = pg.exp((x - column) * 0.5) / (column + 3.0) + x
+    with pg.Session(graph, pg.Config(executor="sequential")) as session:
+        expected = session.run(out)
+    for inter, intra in [(1, 1), (2, 2)]:
+        with pg.Session(
+            graph, pg.Config(fuse=True, inter_op_threads=inter, intra_op_threads=intra)
+        ) as session:
+            steps = session.plan_for(out).steps
+            assert any(step.op.type == "fused_elementwise" for step in steps)
+            assert_same_bits(session.run(out), expected)

@@ -38,3 +38,13 @@ def _check_rows(rows, x, out, row_start, row_stop):
     check_range(row_start, row_stop, rows)
     if x.shape[1] != out.shape[1]:
         raise IndexError("row kernel: operand widths differ")
+
+
+@njit(nogil=True, cache=True, inline="always")
+def check_program_operand(x, out, row_start, row_stop):
+    """`check_operand_rows`, or, for an operand of width 1 where `out` is wider (a splat along
+    each row: `kernels.program`), that it has the rows."""
+    if x.shape[1] == 1 and out.shape[1] != 1:
+        check_range(row_start, row_stop, min(x.shape[0], out.shape[0]))
+    else:
+        check_operand_rows(x, out, row_start, row_stop)

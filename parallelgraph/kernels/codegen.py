@@ -64,7 +64,12 @@ import math
 import numpy as np
 from numba import njit
 
-from parallelgraph.kernels.bounds import check_operand_rows, check_range, check_rows2
+from parallelgraph.kernels.bounds import (
+    check_operand_rows,
+    check_program_operand,
+    check_range,
+    check_rows2,
+)
 from parallelgraph.kernels.elementwise import _first_nan, check_operand, pick_row
 from parallelgraph.kernels.program import BINARY_END, COPY, MAX_OPERANDS, NARROW, OUTPUT, TILE
 from parallelgraph.kernels.vecmath import exp_scalar, sigmoid_scalar, tanh_scalar
@@ -198,7 +203,7 @@ def cpu_source() -> str:
     parts.append("\n# --- the fused program: its dispatch, then the interpreter\n\n")
     parts.append(dispatch_source(fusing, program.OPCODES))
     for name in program.KERNELS:
-        decorator = INLINE if name == "_flat_views" else KERNEL
+        decorator = INLINE if name in ("_flat_views", "_splat") else KERNEL
         parts.append(f"\n\n{decorator}\n" + inspect.getsource(getattr(interpreter, name)))
     return "".join(parts)
 

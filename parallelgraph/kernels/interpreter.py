@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bounds import check_operand_rows
+from .bounds import check_program_operand
 from .program import BINARY_END, COPY, MAX_OPERANDS, NARROW, OUTPUT, TILE
 
 
@@ -25,7 +25,7 @@ def run_program(code, registers_needed, operands, out, row_start, row_stop):
     row: opcode, destination, operand, operand) over `operands`; `registers_needed` tiles of
     scratch."""
     for operand in operands:
-        check_operand_rows(operand, out, row_start, row_stop)
+        check_program_operand(operand, out, row_start, row_stop)
     if (row_stop - row_start) * out.shape[1] <= NARROW:
         _run_elements(code, registers_needed, operands, out, row_start, row_stop)
     else:
@@ -52,6 +52,12 @@ def _run_tiles(code, registers_needed, operands, out, row_start, row_stop):
             row = operands[k][0]
             for j in range(rows_a_tile * columns):
                 laid_out[k, j] = row[j % columns]
+    # operands of width 1 (a softmax's row max) are splatted, a value a row, into a tile each
+    splatted = 0
+    for k in range(MAX_OPERANDS):
+        if operands[k].shape[1] != columns:
+            splatted = MAX_OPERANDS
+    splats = np.empty((splatted, TILE), out.dtype)
     flat = _flat_views(operands)
     flat_out = out.reshape(-1)
     row_tiles_end = 1 if joined else columns  # joined: one tile (start 0) a block of rows
@@ -63,6 +69,9 @@ def _run_tiles(code, registers_needed, operands, out, row_start, row_stop):
                 else min(TILE, columns - start)
             )
             base = block * columns + start
+            for k in range(splatted):
+                if operands[k].shape[1] != columns:
+                    _splat(operands[k], splats[k], block, width if not joined else columns, width)
             for n in range(code.shape[0]):
                 opcode, target, first, second = code[n, 0], code[n, 1], code[n, 2], code[n, 3]
                 # Operands are picked here, twice, not in a helper: an inlined helper given
@@ -71,6 +80,8 @@ def _run_tiles(code, registers_needed, operands, out, row_start, row_stop):
                 # and a 6-op group on 512x1024 463 against 414 (interleaved A/B).
                 if first >= 0:
                     a = registers[first, :width]
+                elif operands[-1 - first].shape[1] != columns:
+                    a = splats[-1 - first, :width]
                 elif operands[-1 - first].shape[0] != 1:
                     a = flat[-1 - first][base : base + width]
                 elif joined:
@@ -85,6 +96,8 @@ def _run_tiles(code, registers_needed, operands, out, row_start, row_stop):
                 if opcode < BINARY_END and opcode != COPY:
                     if second >= 0:
                         b = registers[second, :width]
+                    elif operands[-1 - second].shape[1] != columns:
+                        b = splats[-1 - second, :width]
                     elif operands[-1 - second].shape[0] != 1:
                         b = flat[-1 - second][base : base + width]
                     elif joined:
@@ -92,6 +105,15 @@ def _run_tiles(code, registers_needed, operands, out, row_start, row_stop):
                     else:
                         b = flat[-1 - second][start : start + width]
                 apply_tile(opcode, a, b, dst, width)  # noqa: F821 - generated
+
+
+def _splat(x, tile, first_row, row_width, width):
+    """tile[:width] = each row's value of the width-1 operand x, repeated across its row: the
+    rows first_row, first_row + 1, ... of `row_width` elements each in the tile."""
+    for r in range(width // row_width if row_width else 0):
+        value = x[first_row + r, 0]
+        for j in range(r * row_width, (r + 1) * row_width):
+            tile[j] = value
 
 
 def _flat_views(operands):
@@ -123,14 +145,14 @@ def _run_elements(code, registers_needed, operands, out, row_start, row_stop):
                     a = values[first]
                 else:
                     operand = operands[-1 - first]
-                    a = operand[row if operand.shape[0] != 1 else 0, column]
+                    a = operand[row if operand.shape[0] != 1 else 0, column % operand.shape[1]]
                 b = a
                 if opcode < BINARY_END and opcode != COPY:
                     if second >= 0:
                         b = values[second]
                     else:
                         operand = operands[-1 - second]
-                        b = operand[row if operand.shape[0] != 1 else 0, column]
+                        b = operand[row if operand.shape[0] != 1 else 0, column % operand.shape[1]]
                 if target == OUTPUT:
                     apply_element(opcode, a, b, out[row], column)  # noqa: F821 - generated
                 else:

@@ -14,7 +14,9 @@ register: a SIMD loop's set-up would cost more than its elements.
 
 Operands: a value >= 0 is a register; a value < 0 is the external operand `-1 - value` of
 `operands`, a tuple of `MAX_OPERANDS` 2-D C-contiguous arrays of the output's width, each with
-the output's rows or ONE row every row reads (a bias, a scalar: `elementwise.operand_row`);
+the output's rows or ONE row every row reads (a bias, a scalar), or of width 1 with the
+output's rows (a softmax's row max, a layer norm's row mean: splatted across each row into a
+tile once per tile, which every instruction reading it then reads as a full operand);
 unused places repeat an operand (a tuple of one fixed length keeps to one compiled kernel per
 dtype). Destination `OUTPUT` (-1) is `out`, C-contiguous too.
 
@@ -64,7 +66,7 @@ NARROW = 2
 
 #: The interpreter's functions (`kernels.interpreter`), compiled into the generated module in
 #: this order (callees first).
-KERNELS = ("_flat_views", "_run_elements", "_run_tiles", "run_program")
+KERNELS = ("_splat", "_flat_views", "_run_elements", "_run_tiles", "run_program")
 
 
 def __getattr__(name: str) -> Any:

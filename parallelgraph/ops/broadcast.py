@@ -71,13 +71,15 @@ def operand_view(shape: Shape, out_shape: Shape) -> tuple[tuple[int, int], np.nd
 
 def reads_as_program_operand(shape: Shape, out_shape: Shape) -> bool:
     """Whether the fused program (`kernels.program`) can read an operand of `shape` for an
-    output of `out_shape`: its rows are the output's or one row, and its width the output's, or
-    it is one element (filled out to a row)."""
+    output of `out_shape`: one element (filled out to a row); or the output's rows or one row,
+    of the output's width; or the output's rows of width 1 (a splat along each row)."""
     if num_elements(shape) == 1:
         return True
     (rows, columns), row_map = operand_view(shape, out_shape)
     out_rows, out_columns = row_view_shape(out_shape)
-    return row_map is NO_MAP and columns == out_columns and rows in (1, out_rows)
+    if row_map is not NO_MAP:
+        return False
+    return (columns == out_columns and rows in (1, out_rows)) or (columns, rows) == (1, out_rows)
 
 
 def strides_for(shape: Shape, out_shape: Shape) -> tuple[int, ...]:

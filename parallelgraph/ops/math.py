@@ -25,10 +25,11 @@ __all__ = ["add_n", "matmul"]
 
 
 def _rows_of(array: np.ndarray, rows: int, columns: int) -> np.ndarray:
-    """`array` as rows for the row kernels: itself (rows, columns) when it has that many
-    elements, else ONE C-contiguous row (1, columns) that every row reads
-    (`kernels.elementwise.operand_row`): a bias reshaped (copied only if it is strided), a
-    scalar filled out to a row.
+    """`array` as rows for the row kernels and the fused program: itself (rows, columns) when it
+    has that many elements; a column (rows, 1) read for every column of its row (a splat: a
+    softmax's row max); else ONE C-contiguous row (1, columns) that every row reads
+    (`kernels.elementwise`): a bias reshaped (copied only if it is strided), a scalar filled out
+    to a row.
     """
     if array.shape == (rows, columns):  # the common 2-D case: no new view object needed
         return array
@@ -38,6 +39,8 @@ def _rows_of(array: np.ndarray, rows: int, columns: int) -> np.ndarray:
         row = np.empty((1, columns), array.dtype)  # less than np.full's Python wrapper
         row[...] = array.reshape(())
         return row
+    if array.size == rows and array.shape[-1:] == (1,):
+        return np.ascontiguousarray(array).reshape(rows, 1)
     return np.ascontiguousarray(array).reshape(1, columns)
 
 
