@@ -75,6 +75,23 @@ def dashboard(*source: object, **options: object) -> object:
         ) from None
 
 
+def from_onnx(
+    source: object,
+    shapes: object = None,
+    fallback: str | None = None,
+    device: str | None = None,
+    name: str | None = None,
+) -> object:
+    """Read an ONNX model into a graph you can run, trace and explain; see `parallelgraph.onnx`.
+
+    >>> model = pg.from_onnx("model.onnx", shapes={"x": (8, 32)})     # doctest: +SKIP
+    >>> outputs = model.run({"x": x}, pg.Config(inter_op_threads=2))  # doctest: +SKIP
+    """
+    from .onnx import from_onnx as read
+
+    return read(source, shapes, fallback, device, name)  # type: ignore[arg-type]
+
+
 def __getattr__(name: str) -> object:
     """`pg.plot.gantt(...)`, `pg.presets.two_networks(...)`: imported on first use."""
     if name in _LAZY_SUBMODULES:
@@ -97,6 +114,7 @@ __all__ = [
     "TraceEvent",
     "dashboard",
     "device",
+    "from_onnx",
     "get_default_graph",
     "global_variables_initializer",
     "reset_default_graph",

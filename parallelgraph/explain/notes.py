@@ -54,7 +54,28 @@ JIT_NOTE_SHARE = 0.02
 
 def notes(trace: Trace) -> tuple[str, ...]:
     ours = trace.source == "parallelgraph" and not trace.info.simulated
-    return ((_jit_note(trace) or ()) if ours else ()) + _plan_notes(trace)
+    mine = ((_jit_note(trace) or ()) + _reference_note(trace)) if ours else ()
+    return mine + _plan_notes(trace)
+
+
+#: The op type of an ONNX node run by onnx's reference evaluator (`onnx.fallback`).
+REFERENCE_OP = "onnx_reference"
+
+
+def _reference_note(trace: Trace) -> tuple[str, ...]:
+    """Which ops ran in onnx's reference evaluator (`from_onnx(fallback="reference")`): Python
+    and NumPy, one shard, mostly holding the GIL, on the CPU, not parallelgraph's kernels."""
+    ran = [e for e in trace.ops() if e.op_type == REFERENCE_OP]
+    if not ran:
+        return ()
+    work = sum(e.work_ns for e in ran)
+    share = work / max(trace.work_s() * 1e9, 1)
+    names = ", ".join(sorted({e.name.rsplit("/", 1)[-1] for e in ran})[:4])
+    return (
+        f"{len(ran)} op(s) ({names}) ran in onnx's reference evaluator, not parallelgraph's "
+        f"kernels: {work / 1e6:.2f} ms, {share:.0%} of the work (Python and NumPy, one shard, "
+        "on the CPU).",
+    )
 
 
 def _jit_note(trace: Trace) -> tuple[str, ...] | None:
