@@ -190,3 +190,28 @@ def blas_description() -> str:
         if info.get("user_api") == "blas"
     ]
     return "; ".join(rows) or "no BLAS found by threadpoolctl"
+
+
+def simd_level() -> str:
+    """The CPU LLVM compiles for and its widest SIMD (what every table should say it ran on)."""
+    from numba.core.registry import cpu_target
+
+    codegen = cpu_target.target_context.codegen()
+    features = set(codegen._get_host_cpu_features().split(","))
+    for level in ("avx512f", "avx2", "avx", "sse4.2"):
+        if "+" + level in features:
+            return f"{codegen._get_host_cpu_name()} (widest: {level})"
+    return codegen._get_host_cpu_name()
+
+
+def warm_rounds(cases: dict, repeats: int) -> dict[str, list[float]]:
+    """Seconds of each case, `repeats` rounds of every case in turn, each timed call right
+    after an untimed one of the same case."""
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(repeats):
+        for name, case in cases.items():
+            case()
+            start = time.perf_counter()
+            case()
+            times[name].append(time.perf_counter() - start)
+    return times

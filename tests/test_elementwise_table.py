@@ -93,6 +93,14 @@ ROWS = {
     "not_equal": [uniform(-2, 2), uniform(-2, 2)],
     "where": [booleans, mixed(), mixed()],
     "cast": [uniform(-1e3, 1e3, special=[0.0, -0.0, 0.5, -0.5, 1.5])],
+    "logical_and": [booleans, booleans],
+    "logical_or": [booleans, booleans],
+    "logical_xor": [booleans, booleans],
+    "logical_not": [booleans],
+    "is_nan": [mixed()],
+    "is_inf": [mixed()],
+    "reciprocal": [mixed(scale=1e3)],
+    "sign": [mixed()],
 }
 
 #: Shape pairs that broadcast, every rule on either side: equal, scalar, bias, column, outer,
@@ -131,6 +139,12 @@ def input_dtypes(entry, dtype):
     if entry.name == "where":
         return [np.dtype(np.bool_), dtype, dtype]
     return [dtype] * entry.arity
+
+
+def first_dtype(entry):
+    """float32 for an entry that takes floats, else the dtype of its first kind (bool for the
+    logical ops): what the sharding and GPU tests run it on."""
+    return np.dtype({"float": "float32", "integer": "int32", "bool": "bool"}[entry.kinds[0]])
 
 
 def make_values(name, shapes, dtypes, seed):
@@ -220,7 +234,7 @@ def test_each_op_gives_the_same_bits_on_every_setting(name, many_shards):
     """Sharded on every thread setting, and fused with a neighbour where it fuses: the bits of
     the sequential run (NaN payloads and signs included)."""
     entry = TABLE[name]
-    dtype = np.dtype("float32")
+    dtype = first_dtype(entry)
     shapes = [(61, 7), (61, 7), (1, 7)][: entry.arity]
     values = make_values(name, shapes, input_dtypes(entry, dtype), seed=3)
     graph = pg.Graph(name)
@@ -241,7 +255,7 @@ def test_each_op_gives_the_same_bits_on_every_setting(name, many_shards):
 @pytest.mark.parametrize("name", sorted(TABLE))
 def test_each_op_on_the_gpu_in_the_simulator(name):
     entry = TABLE[name]
-    dtype = np.dtype("float32")
+    dtype = first_dtype(entry)
     shapes = [(3, 4), (4,), (3, 1)][: entry.arity]
     values = make_values(name, shapes, input_dtypes(entry, dtype), seed=5)
     # the simulator runs Python's math, which raises where CUDA gives NaN: finite, in-domain

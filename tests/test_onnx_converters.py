@@ -286,7 +286,7 @@ def test_unknown_op_types_are_listed_with_counts_or_run_by_the_reference_evaluat
     assert kinds["trig/Sin"] == "onnx_reference"
     x = values_for([X])
     with loaded:
-        one_run, trace = loaded.run(x, pg.Config(inter_op_threads=2), trace=True)
+        one_run, _ = loaded.run(x, pg.Config(inter_op_threads=2), trace=True)
         assert np.array_equal(one_run["y"], loaded.run(x)["y"])
 
 

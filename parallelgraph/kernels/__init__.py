@@ -30,6 +30,7 @@ _SUBMODULES = (
     "conv",
     "program",
     "shape",
+    "indexing",
     "gpu",
 )
 

@@ -11,9 +11,10 @@ builders in `__all__`; this package re-exports them, and the package re-exports 
 as `pg.<name>` (`from .ops import *`).
 """
 
-from . import composites, elementwise_op, math, nn, reductions, shape_ops, sources
+from . import composites, elementwise_op, indexing, math, nn, reductions, shape_ops, sources
 from .composites import *  # noqa: F403
 from .elementwise_op import *  # noqa: F403
+from .indexing import *  # noqa: F403
 from .math import *  # noqa: F403
 from .nn import *  # noqa: F403
 from .reductions import *  # noqa: F403
@@ -31,6 +32,7 @@ __all__ = sorted(
     [
         *composites.__all__,
         *elementwise_op.__all__,
+        *indexing.__all__,
         *math.__all__,
         *nn.__all__,
         *reductions.__all__,

@@ -36,6 +36,7 @@ FIRST_NAN, OWN = "first NaN operand, quieted", "the arithmetic's own"
 SAME, BOOL, CAST = "same", "bool", "cast"
 #: Input kinds.
 FLOAT, NUMBER, ANY = ("float",), ("float", "integer"), ("float", "integer", "bool")
+BOOLEAN = ("bool",)
 
 
 @dataclass(frozen=True)
@@ -290,3 +291,60 @@ def where(condition, x, y):
 def cast(x):
     """x converted to `dtype` (floats to ints truncate toward zero; anything but 0 is True)."""
     return x
+
+
+# --- logical ops, float tests, reciprocal and sign -----------------------------------------------
+
+
+@entry("LogicalAnd", np.logical_and, kinds=BOOLEAN, commutes=True)
+def logical_and(a, b):
+    """a AND b elementwise, for bool masks (with NumPy broadcasting)."""
+    return a & b  # `&`, not `and`: no branch in the row loop
+
+
+@entry("LogicalOr", np.logical_or, kinds=BOOLEAN, commutes=True)
+def logical_or(a, b):
+    """a OR b elementwise, for bool masks (with NumPy broadcasting)."""
+    return a | b
+
+
+@entry("LogicalXor", np.logical_xor, kinds=BOOLEAN, commutes=True)
+def logical_xor(a, b):
+    """a XOR b elementwise (True where exactly one is True), for bool masks."""
+    return a != b
+
+
+@entry("LogicalNot", np.logical_not, kinds=BOOLEAN)
+def logical_not(x):
+    """NOT x elementwise, for a bool mask."""
+    return not x
+
+
+@entry("IsNan", np.isnan, result=BOOL)
+def is_nan(x):
+    """Where x is NaN, a bool mask (as tf.math.is_nan)."""
+    return x != x
+
+
+@entry("IsInf", np.isinf, result=BOOL)
+def is_inf(x):
+    """Where x is +inf or -inf, a bool mask (as tf.math.is_inf)."""
+    return math.isinf(x)
+
+
+@entry("Reciprocal", np.reciprocal, flops=4)
+def reciprocal(x):
+    """1 / x elementwise (floats; inf at 0, with 0's sign)."""
+    # float32 divides in float64 and rounds once more: the same bits as a float32 division
+    # (a double rounding of a quotient through 53 bits is exact for 24-bit operands)
+    return 1.0 / x
+
+
+@entry("Sign", np.sign, kinds=NUMBER)
+def sign(x):
+    """-1, 0 or 1 by the sign of x elementwise (0 for -0.0, NaN stays NaN), as np.sign."""
+    if x > 0:
+        return 1
+    if x < 0:
+        return -1
+    return x - x  # 0 for both zeros (-0.0 - -0.0 is +0.0), NaN for NaN
