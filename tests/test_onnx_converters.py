@@ -222,6 +222,11 @@ CASES = {
     "GatherElements": one(
         "GatherElements", [("x", F, [3, 4]), ("i", I64, [3, 4])], [3, 4], {"axis": 0}
     ),
+    "GatherElements smaller indices": one(
+        "GatherElements", [("x", F, [3, 4]), ("i", I64, [2, 3])], [2, 3], {"axis": 1}
+    ),
+    "Sign": one("Sign", [X], [3, 4]),
+    "CastLike": one("CastLike", [X, ("i", I64, [1])], [3, 4], out_type=I64),
     "Expand": one(
         "Expand", [("x", F, [3, 1])], [2, 3, 4], initializers=[("s", np.array([2, 1, 4]))]
     ),

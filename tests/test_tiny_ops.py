@@ -26,6 +26,7 @@ WHOLE_OPS = sorted(  # the elementwise ones of one or two float inputs; reductio
     and isinstance(definition, ElementwiseOp)
     and definition.entry.arity <= 2
     and definition.entry.result != "cast"
+    and "float" in definition.entry.kinds
 )
 
 SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 3e38, -3e38, 1.0])

@@ -38,6 +38,7 @@ SAME = {
     "IsNaN": "is_nan",
     "IsInf": "is_inf",
     "Reciprocal": "reciprocal",
+    "Sign": "sign",
 }
 
 
@@ -111,6 +112,12 @@ def cast(node: Node, inputs: list[Value]) -> list[Value]:
     if target not in DTYPES:
         raise Unsupported(f"Cast to ONNX type {target}")
     return [ops.cast(inputs[0], DTYPES[target])]
+
+
+@converter("CastLike")
+def cast_like(node: Node, inputs: list[Value]) -> list[Value]:
+    """x converted to the dtype of the second input (opset 15)."""
+    return [ops.cast(inputs[0], inputs[1].dtype)]
 
 
 @converter("Clip")

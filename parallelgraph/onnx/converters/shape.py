@@ -120,10 +120,17 @@ def gather(node: Node, inputs: list[Value]) -> list[Value]:
 
 @converter("GatherElements")
 def gather_elements(node: Node, inputs: list[Value]) -> list[Value]:
-    builder = getattr(ops, "take_along_axis", None)
-    if builder is None:
-        raise Unsupported("GatherElements")
-    return [builder(inputs[0], inputs[1], node.attr("axis", 0))]
+    """x's elements at `indices` along `axis`; ONNX's indices may be smaller than x on the other
+    axes (never broadcast), so x is cut to their sizes there first (NumPy's rule then agrees)."""
+    x, indices = inputs
+    axis = node.attr("axis", 0) % len(x.shape)
+    key = tuple(
+        slice(None) if a == axis or size == x.shape[a] else slice(0, size)
+        for a, size in enumerate(indices.shape)
+    )
+    if any(part != slice(None) for part in key):
+        x = x[key] if isinstance(x, Tensor) else np.asarray(x)[key]
+    return [ops.take_along_axis(x, indices, axis)]
 
 
 @converter("GatherND")
