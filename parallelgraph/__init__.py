@@ -55,8 +55,14 @@ def dashboard(*source: object, **options: object) -> object:
     (parameters become controls as in `interact`), `pg.dashboard(graph, fetches)`, or
     `pg.dashboard(preset="wide")`; see `parallelgraph.widgets`. With `framework="pytorch"`
     (or another framework) the dashboard runs your own program: `build(setting)` returns its
-    step, each setting in a warm worker process; see `parallelgraph.frameworks.dashboard`."""
+    step, each setting in a warm worker process; see `parallelgraph.frameworks.dashboard`.
+    `pg.dashboard("model.onnx", shapes=..., fallback=...)` runs your ONNX model, with ONNX
+    Runtime beside it on a button; see `parallelgraph.widgets.onnx_dashboard`."""
     try:
+        if source and isinstance(source[0], str) and source[0].endswith(".onnx"):
+            from .widgets.onnx_dashboard import OnnxDashboard
+
+            return OnnxDashboard(*source, **options)  # type: ignore[arg-type]
         if options.get("framework") is not None:
             from .frameworks.dashboard import FrameworkDashboard
 

@@ -98,8 +98,21 @@ def make_parser() -> argparse.ArgumentParser:
     demo.add_argument("--size", default="medium", choices=[s for s in TWO_NETWORK_SIZES])
     demo.add_argument("--repeats", type=_at_least_one, default=15)
 
-    run = commands.add_parser("run", help="run a preset graph and report its timing")
+    run = commands.add_parser("run", help="run a preset graph or an ONNX file, report its timing")
+    run.add_argument("model", nargs="?", help="an ONNX file to run (instead of --preset)")
     run.add_argument("--preset", default="two-networks", choices=PRESETS)
+    run.add_argument(
+        "--shape",
+        action="append",
+        metavar="NAME=D1,D2",
+        help="ONNX: an input's shape, or a symbolic dimension's size (repeat)",
+    )
+    run.add_argument(
+        "--fallback", choices=["reference"], help="ONNX: run unknown op types in onnx's evaluator"
+    )
+    run.add_argument(
+        "--compare", choices=["onnxruntime"], help="ONNX: measure ONNX Runtime beside it"
+    )
     run.add_argument(
         "--size", default="medium", choices=["tiny", "small", "medium", "large", "narrow"]
     )
@@ -187,7 +200,16 @@ def command_run(args: argparse.Namespace) -> int:
             f"--address {args.address!r} is a Dask scheduler's: it needs --executor {needs} "
             f"(this run's executor is {args.executor!r})"
         )
-    preset = build_preset(args.preset, args.size, args.dtype, device_name)
+    if args.model is not None:
+        from .onnx.presets import onnx_preset, parse_shapes
+
+        preset, model, feeds = onnx_preset(
+            args.model, parse_shapes(args.shape), args.fallback, device_name
+        )
+    else:
+        if args.compare or args.shape or args.fallback:
+            raise ValueError("--shape, --fallback and --compare go with an ONNX file")
+        preset = build_preset(args.preset, args.size, args.dtype, device_name)
     config = Config(
         inter_op_threads=args.inter,
         intra_op_threads=args.intra,
@@ -215,6 +237,11 @@ def command_run(args: argparse.Namespace) -> int:
                 else ""
             )
         )
+    if args.compare and not args.json:
+        resolved = config.resolved()
+        here = (resolved.inter_op_threads, resolved.intra_op_threads)
+        settings = list(dict.fromkeys([(1, 1), here]))
+        print(model.compare_onnxruntime(feeds, settings=settings, repeats=args.repeats))
     if args.trace:  # after the report, so a failed save does not lose what was measured
         try:
             measurement.median_trace().save(args.trace, memory=True)  # for Perfetto

@@ -44,20 +44,47 @@ def from_onnx(
         raise ModuleNotFoundError(
             "pg.from_onnx needs the onnx package: pip install 'parallelgraph[onnx]'", name="onnx"
         ) from None
-    from . import build, reader
+    from . import reader
 
     what = reader.describe_source(source)
-    model = reader.load(source)
-    arrays = reader.initializers(model, what)
-    inputs = reader.graph_inputs(model, arrays, shapes, what)
-    reader.check_order(model, arrays, inputs, what)
+    proto = reader.load(source)
     label = name or (
         os.path.basename(os.fspath(source))
         if isinstance(source, (str, os.PathLike))
-        else model.graph.name or "onnx"
+        else proto.graph.name or "onnx"
     )
-    built = build.build_graph(model, arrays, inputs, what, label, fallback, device)
-    return OnnxModel(built.graph, built.inputs, built.outputs, what, built.fallbacks, built.folded)
+    return read_model(proto, what, label, shapes, fallback, device)
+
+
+def read_model(
+    proto: Any,
+    what: str,
+    label: str,
+    shapes: Mapping[str, Any] | None,
+    fallback: str | None,
+    device: str | None,
+    constants: Mapping[str, Any] | None = None,
+) -> OnnxModel:
+    """The `OnnxModel` of a loaded, checked ModelProto (inputs in `constants` bound)."""
+    from . import build, reader
+
+    arrays = reader.initializers(proto, what)
+    inputs = reader.graph_inputs(proto, arrays, shapes, what)
+    reader.check_order(proto, arrays, inputs, what)
+    built = build.build_graph(
+        proto, arrays, inputs, what, label, fallback, device, dict(constants or {})
+    )
+    options = {"shapes": shapes, "fallback": fallback, "device": device, "label": label}
+    return OnnxModel(
+        built.graph,
+        built.inputs,
+        built.outputs,
+        what,
+        built.fallbacks,
+        built.folded,
+        _proto=proto,
+        _options=options,
+    )
 
 
 __all__ = ["OnnxModel", "from_onnx"]

@@ -90,8 +90,10 @@ def build_graph(
     name: str,
     fallback: str | None = None,
     device_name: str | None = None,
+    constants: dict[str, np.ndarray] | None = None,
 ) -> Built:
-    """The parallelgraph graph of `model` (module docstring)."""
+    """The parallelgraph graph of `model` (module docstring); `constants` gives inputs values
+    that become constants instead of placeholders (for measuring without feeds)."""
     if fallback not in FALLBACKS:
         raise ValueError(f"fallback must be None or 'reference', not {fallback!r}")
     missing = unsupported(model, set(arrays))
@@ -109,8 +111,12 @@ def build_graph(
     fallbacks: Counter = Counter()
     folded = 0
     with graph.as_default(), device(device_name):
+        constants = constants or {}
         placeholders = {
-            i.name: ops.placeholder(i.shape, i.dtype, name=_safe(i.name)) for i in inputs
+            i.name: ops.constant(np.asarray(constants[i.name], i.dtype), name=_safe(i.name))
+            if i.name in constants
+            else ops.placeholder(i.shape, i.dtype, name=_safe(i.name))
+            for i in inputs
         }
         values.update(placeholders)
         for proto in model.graph.node:

@@ -40,6 +40,9 @@ class OnnxModel:
     fallbacks: dict[str, int] = field(default_factory=dict)
     #: Nodes computed when the model was read (shape arithmetic, constants' transposes, ...).
     folded: int = 0
+    #: The ModelProto it was read from, and how (`with_inputs` reads it again).
+    _proto: Any = field(default=None, repr=False)
+    _options: dict[str, Any] = field(default_factory=dict, repr=False)
     _sessions: dict[tuple, Session] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -82,6 +85,34 @@ class OnnxModel:
             results, run_trace = values
             return dict(zip(names, results)), run_trace
         return dict(zip(names, values))
+
+    def model_bytes(self) -> bytes:
+        """The model as ONNX bytes (what ONNX Runtime is given beside it)."""
+        return self._proto.SerializeToString()
+
+    def with_inputs(self, feeds: Mapping[str, Any]) -> OnnxModel:
+        """The same model with its inputs bound to `feeds` as constants: a graph that runs
+        without a feed dict (what `pg.sweep` and the dashboard measure)."""
+        from . import read_model
+
+        self.feeds(feeds)  # every input given, none unknown
+        options = self._options
+        return read_model(
+            self._proto,
+            self.source,
+            options["label"],
+            options["shapes"],
+            options["fallback"],
+            options["device"],
+            constants=feeds,
+        )
+
+    def compare_onnxruntime(self, feeds: Mapping[str, Any] | None = None, **options: Any) -> Any:
+        """This model and ONNX Runtime on the same file and inputs, side by side
+        (`onnx.compare.compare_onnxruntime`: settings, repeats, warmup, progress)."""
+        from .compare import compare_onnxruntime
+
+        return compare_onnxruntime(self, feeds, **options)
 
     def example_feeds(self, seed: int = 0) -> dict[str, np.ndarray]:
         """Random inputs of the right shapes and dtypes (ints in [0, 10), bools half True)."""
