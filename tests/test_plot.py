@@ -630,3 +630,18 @@ def test_a_tooltip_shows_over_the_next_panel_and_stays_inside_the_figure():
     zorder = top.get_zorder()
     hover_at(top, bars.right[last] + 50, bars.y[last])  # off the bars: hidden, order restored
     assert not tooltip.get_visible() and zorder > bottom.get_zorder() == top.get_zorder()
+
+
+def test_a_model_built_in_one_scope_is_coloured_by_its_branches():
+    """The heads of `pg.models.attention` (all in scope "attention") get a colour each."""
+    from parallelgraph.plot.colors import color_key, reset_scope_colors, scope_colors
+
+    preset = pg.models.preset("attention", "tiny")
+    with pg.Session(preset.graph) as session:
+        _, trace = session.run(preset.fetch, trace=True)
+    reset_scope_colors()
+    colors = scope_colors([trace])
+    assert {"attention/head0", "attention/head1"} <= set(colors)
+    assert colors["attention/head0"] != colors["attention/head1"]
+    assert color_key("attention/head1/q", colors) == "attention/head1"
+    assert color_key("x", colors) == "x"

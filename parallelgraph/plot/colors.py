@@ -5,7 +5,7 @@ docstring).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..trace.model import Trace
@@ -102,10 +102,29 @@ SCOPE_COLORS = ScopeColors()
 
 
 def scope_colors(traces: Sequence[Trace]) -> dict[str, str]:
-    """One colour per top-level scope of `traces`, the same in every plot of this process
-    (`SCOPE_COLORS`); a plot's scopes past the palette's 20 colours are all grey
-    (`OTHER_COLOR`), so no two scopes of one plot look alike."""
-    return SCOPE_COLORS.assign([scope for trace in traces for scope in trace.scopes()])
+    """One colour per branch of `traces` (`trace.branches.branch_scopes`: the top-level scopes,
+    or the heads of a model built in one scope), and per top-level scope outside them, the same
+    in every plot of this process (`SCOPE_COLORS`); a plot's scopes past the palette's 20
+    colours are all grey (`OTHER_COLOR`), so no two scopes of one plot look alike."""
+    from ..scopes import branch_of
+    from ..trace.branches import branch_scopes
+
+    keys = []
+    for trace in traces:
+        branches = branch_scopes(trace)
+        for scope in dict.fromkeys(e.scope for e in trace.ops(nested=True)):
+            keys.append(branch_of(scope, branches) or scope.split("/", 1)[0])
+    return SCOPE_COLORS.assign(keys)
+
+
+def color_key(scope: str, colors: Mapping[str, str]) -> str:
+    """The key of `colors` an op of `scope` is drawn in: the longest that is its scope or a
+    scope above it, else its top-level scope."""
+    best = scope.split("/", 1)[0]
+    for key in colors:
+        if len(key) > len(best) and (scope == key or scope.startswith(key + "/")):
+            best = key
+    return best
 
 
 def reset_scope_colors() -> None:

@@ -29,7 +29,7 @@ from .layout import (
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-from .colors import MAX_LEGEND_SCOPES, OTHER_COLOR, UNKNOWN_COLOR, scope_colors
+from .colors import MAX_LEGEND_SCOPES, OTHER_COLOR, UNKNOWN_COLOR, color_key, scope_colors
 from .figures import new_figure, rows_inches, show_once
 from .highlight import FADE_KEEP, FADED_INK, highlight_of, highlight_patterns
 from .memory_panel import MEMORY_INCHES, draw_memory, memory_axes
@@ -365,7 +365,8 @@ def _face_colors(
 
     palette = {scope: to_rgba(color) for scope, color in colors.items()}
     unknown = to_rgba(UNKNOWN_COLOR)
-    faces = np.array([palette.get(_top_scope(e), unknown) for e in events]).reshape(-1, 4)
+    key = _keys(colors)
+    faces = np.array([palette.get(key(e.scope), unknown) for e in events]).reshape(-1, 4)
     faces[:, :3] *= shade
     if bright is not None:  # highlight: the others towards white
         faded = np.array([e.name not in bright for e in events], dtype=bool)
@@ -373,8 +374,9 @@ def _face_colors(
     return faces
 
 
-def _top_scope(event: TraceEvent) -> str:
-    return event.scope.split("/", 1)[0]
+def _keys(colors: dict[str, str]) -> Any:
+    """scope -> its key in `colors` (`colors.color_key`), remembered per scope."""
+    return functools.lru_cache(maxsize=None)(lambda scope: color_key(scope, colors))
 
 
 def _draw_labels(
@@ -398,6 +400,7 @@ def _draw_labels(
     for scope, color in colors.items():
         r, g, b = to_rgb(color)
         ink[scope] = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.62 else "white"
+    key = _keys(colors)
     labels = _artist_types()[1](
         left=np.array([window.ms(e.start) for e in tasks]),
         right=np.array([window.ms(e.end) for e in tasks]),
@@ -406,7 +409,7 @@ def _draw_labels(
         colors=[
             FADED_INK
             if bright is not None and e.name not in bright
-            else ink.get(_top_scope(e), "black")
+            else ink.get(key(e.scope), "black")
             for e in tasks
         ],
     )
@@ -529,7 +532,8 @@ def _draw_legend(
     ax: Axes, colors: dict[str, str], events: list[TraceEvent], kinds: set[str], arrows: bool
 ) -> None:
     """A legend of the scopes drawn (and the bar styles in use) outside the axes, right."""
-    drawn = {_top_scope(e) for e in events}
+    key = _keys(colors)
+    drawn = {key(e.scope) for e in events}
     handles = legend_handles({s: c for s, c in colors.items() if s in drawn}, kinds, arrows)
     if handles:
         options = legend_options(len(handles))
