@@ -73,3 +73,15 @@ def test_readme_dashboard_example_runs():
         assert {"net1", "net2", "net3"} <= set(dash.result.trace.scopes())
     finally:
         dash.close()
+
+
+def test_readme_op_table_is_the_registrys():
+    """The README's table of ops is what tools/op_table.py makes from the registry now."""
+    import importlib.util
+
+    root = Path(__file__).parent.parent
+    spec = importlib.util.spec_from_file_location("op_table", root / "tools/op_table.py")
+    maker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(maker)
+    readme = (root / "README.md").read_text()
+    assert maker.render() in readme, "README's op table is stale: run python tools/op_table.py"
