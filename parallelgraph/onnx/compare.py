@@ -1,13 +1,17 @@
 """One ONNX file in parallelgraph and in ONNX Runtime, side by side, at matching thread settings.
 
-parallelgraph's side is `pg.sweep` over the model with its inputs bound as constants; ONNX
-Runtime's is the framework sweep (`parallelgraph.frameworks`: each setting in a worker process
-of its own, its `SessionOptions` made before the session, its profiler's trace read back), with
-`inter_op_num_threads` under ORT_PARALLEL where inter-op is above 1 and ORT_SEQUENTIAL (its
-default) otherwise. Both are medians of interleaved rounds with bootstrap intervals; the
-speed-up of each setting is worded by the one rule (`experiments.stats`), the timelines go on one
-time axis (`plot`), and `explain()` of each says what ran side by side (ONNX Runtime: one node at
-a time on the CPU since 1.14, even in ORT_PARALLEL: microsoft/onnxruntime#16158).
+parallelgraph's side runs the model with its inputs bound as constants, a session a setting;
+ONNX Runtime's is the framework sweep (`parallelgraph.frameworks`: each setting in a worker
+process of its own, its `SessionOptions` made before the session, its profiler's trace read
+back), with `inter_op_num_threads` under ORT_PARALLEL where inter-op is above 1 and
+ORT_SEQUENTIAL (its default) otherwise. Both are measured alike: each sample is the mean of
+`steps` back-to-back runs (a single run after the other settings' turns measures mostly the
+wake-up of idle threads: ONNX Runtime's ORT_PARALLEL took 4.6 ms instead of 0.044 ms on a tiny
+model after a 0.2 s pause), in shuffled interleaved rounds, medians with bootstrap intervals;
+the speed-up of each setting is worded by the one rule (`experiments.stats`), the timelines (one
+traced run of ours, ONNX Runtime's median profiled sample) go on one time axis (`plot`), and
+`explain()` of each says what ran side by side (ONNX Runtime: one node at a time on the CPU
+since 1.14, even in ORT_PARALLEL: microsoft/onnxruntime#16158).
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from ..experiments import stats
-from ..experiments.sweeps import SweepResult, sweep
+from ..experiments.sweeps import SweepResult
+from ..frameworks.sweep import framework_sweep
 
 SETTINGS = ((1, 1), (2, 1), (1, 2), (2, 2))
 
@@ -33,7 +38,9 @@ def ort_mode(inter: int) -> str:
 class Comparison:
     """parallelgraph and ONNX Runtime on one model (module docstring)."""
 
-    ours: SweepResult
+    #: parallelgraph's samples (ms, each the mean of `steps` runs) and a traced run, by setting.
+    ours: dict[tuple[int, int], list[float]]
+    our_traces: dict[tuple[int, int], Any]
     theirs: SweepResult
     settings: tuple[tuple[int, int], ...]
     #: The largest |parallelgraph - ONNX Runtime| over every output element.
@@ -42,9 +49,8 @@ class Comparison:
 
     def times_ms(self, inter: int, intra: int) -> tuple[list[float], list[float]]:
         """(parallelgraph's, ONNX Runtime's) run times at one setting."""
-        ours = self.ours.values_ms(self.ours._cell_index({"inter": inter, "intra": intra}))
         cell = {"inter": inter, "intra": intra, "mode": ort_mode(inter)}
-        return ours, self.theirs.values_ms(self.theirs._cell_index(cell))
+        return self.ours[(inter, intra)], self.theirs.values_ms(self.theirs._cell_index(cell))
 
     def rows(self) -> list[list[str]]:
         rows = []
@@ -83,9 +89,9 @@ class Comparison:
         return f"{self.source}\n" + "\n".join(lines)
 
     def traces(self, inter: int = 2, intra: int = 1) -> tuple[Any, Any]:
-        """The median run's trace of each at one setting."""
+        """Our traced run and ONNX Runtime's median profiled sample at one setting."""
         cell = {"inter": inter, "intra": intra, "mode": ort_mode(inter)}
-        return self.ours.median_trace(inter=inter, intra=intra), self.theirs.median_trace(**cell)
+        return self.our_traces[(inter, intra)], self.theirs.median_trace(**cell)
 
     def plot(self, inter: int = 2, intra: int = 1) -> Any:
         """Both median runs on one time axis (`pg.plot.compare`)."""
@@ -110,32 +116,84 @@ def compare_onnxruntime(
     settings: Sequence[tuple[int, int]] = SETTINGS,
     repeats: int = 10,
     warmup: int = 2,
+    steps: int = 10,
+    seed: int = 0,
     progress: bool = False,
 ) -> Comparison:
-    """Measure an `OnnxModel` (`pg.from_onnx`) and ONNX Runtime on the same file and inputs."""
+    """Measure an `OnnxModel` (`pg.from_onnx`) and ONNX Runtime on the same file and inputs
+    (module docstring): `repeats` samples a setting, each the mean of `steps` runs."""
     feeds = dict(feeds or model.example_feeds())
     data = model.model_bytes()
-    bound = model.with_inputs(feeds)
-    fetches = [bound.outputs[name] for name in model.outputs]
-    inters = sorted({inter for inter, _ in settings})
-    intras = sorted({intra for _, intra in settings})
-
-    def ours() -> tuple[Any, Any]:
-        return bound.graph, fetches
+    settings = tuple(dict.fromkeys((int(i), int(j)) for i, j in settings))
+    ours, our_traces = _measure_ours(
+        model.with_inputs(feeds), model, settings, repeats, warmup, steps, seed
+    )
 
     def theirs(setting: Any) -> Any:
         session = setting.session(data)
         return lambda: session.run(None, feeds)
 
-    grid = {"inter": inters, "intra": intras}
-    common = dict(repeats=repeats, warmup=warmup, progress=progress, noise_check=False)
-    our_result = sweep(ours, grid, predict=False, **common)
-    modes = sorted({ort_mode(inter) for inter in inters})
-    their_result = sweep(
-        theirs, {**grid, "mode": modes}, framework="onnxruntime", trace=True, **common
+    inters = sorted({inter for inter, _ in settings})
+    grid = {
+        "inter": inters,
+        "intra": sorted({intra for _, intra in settings}),
+        "mode": sorted({ort_mode(inter) for inter in inters}),
+    }
+    their_result = framework_sweep(
+        theirs,
+        "onnxruntime",
+        grid,
+        repeats=repeats,
+        warmup=warmup,
+        seed=seed,
+        noise_check=False,
+        trace=True,
+        predict=False,
+        progress=progress,
+        steps=steps,
     )
     difference = _difference(model, data, feeds)
-    return Comparison(our_result, their_result, tuple(settings), difference, model.source)
+    return Comparison(ours, our_traces, their_result, settings, difference, model.source)
+
+
+def _measure_ours(
+    bound: Any,
+    model: Any,
+    settings: tuple[tuple[int, int], ...],
+    repeats: int,
+    warmup: int,
+    steps: int,
+    seed: int,
+) -> tuple[dict[tuple[int, int], list[float]], dict[tuple[int, int], Any]]:
+    """Samples (ms, the mean of `steps` back-to-back runs) in shuffled interleaved rounds, and
+    one traced run, for each setting."""
+    import time
+
+    from ..config import Config
+
+    fetches = [bound.outputs[name] for name in model.outputs]
+    sessions = {
+        setting: bound.session(Config(inter_op_threads=setting[0], intra_op_threads=setting[1]))
+        for setting in settings
+    }
+    samples: dict[tuple[int, int], list[float]] = {setting: [] for setting in settings}
+    try:
+        for session in sessions.values():
+            for _ in range(warmup):
+                session.run(fetches)
+        rng = np.random.default_rng(seed)
+        for _ in range(repeats):
+            for index in rng.permutation(len(settings)):
+                setting = settings[index]
+                session = sessions[setting]
+                start = time.perf_counter_ns()
+                for _ in range(steps):
+                    session.run(fetches)
+                samples[setting].append((time.perf_counter_ns() - start) / steps / 1e6)
+        traces = {setting: sessions[setting].run(fetches, trace=True)[1] for setting in settings}
+    finally:
+        bound.close()
+    return samples, traces
 
 
 def _difference(model: Any, data: bytes, feeds: Mapping[str, np.ndarray]) -> float:
