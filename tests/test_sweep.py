@@ -228,3 +228,26 @@ def _scaled_graph(n):
             b = pg.random_normal((n, 8), seed=2)
         out = pg.add(a, b)
     return graph, out
+
+
+def test_a_build_function_returning_tensors_is_swept_like_the_dashboards():
+    """One build convention: the function `pg.dashboard` takes (it returns what to fetch) is
+    swept as it is, each cell built in a graph of its own."""
+
+    def build(batch=16):
+        with pg.scope("net1"):
+            a = pg.tanh(pg.random_normal((batch, 8), seed=1))
+        with pg.scope("net2"):
+            b = pg.relu(pg.random_normal((batch, 8), seed=2))
+        return [a + b, a]
+
+    before = len(pg.get_default_graph())
+    result = pg.sweep(
+        build,
+        {"inter": [1, 2], "batch": [16, 24]},
+        repeats=2,
+        progress=False,
+        noise_check=False,
+        predict=False,
+    )
+    assert len(result.rows()) == 4 and len(pg.get_default_graph()) == before

@@ -22,9 +22,11 @@ lists) `repeats` times. The design choices, each against a way "inconsistent res
   what was measured, marked incomplete.
 
 Grid keys that name Config settings (`inter`/`intra` are short for the thread counts; TensorFlow's
-names work too) configure sessions; the others are passed to `build(**params)`, which returns a
-Preset, a (graph, fetch) pair or a Graph (then its sink ops are fetched) — or `build` is a preset
-name ("two-networks", ...) and the other keys are its `size`/`dtype`.
+names work too) configure sessions; the others are passed to `build(**params)`, called in a fresh
+graph, which returns what to fetch as `pg.dashboard`'s build functions do (a Tensor, or a list,
+tuple or dict of them), or a Preset, a (graph, fetch) pair or a Graph (then its sink ops are
+fetched) — or `build` is a preset name ("two-networks", ...) and the other keys are its
+`size`/`dtype`.
 
 With `framework="tensorflow"` (or "pytorch", "onnxruntime", "jax", "numpy") the sweep measures
 the user's own program instead: `build(setting)` returns the step to time, and every cell runs
@@ -54,6 +56,7 @@ from ..trace.model import Trace
 from . import stats
 from .machine_load import LoadMonitor, MachineLoad, busy_note, dask_client_threads
 from .measure import Planned, median_trace, run_schedule
+from .preset_record import graph_and_fetches
 
 SHORT_NAMES = {"inter": "inter_op_threads", "intra": "intra_op_threads"}
 CONFIG_KEYS = {f.name for f in fields(Config)}
@@ -408,19 +411,6 @@ def _machine(record: Mapping[str, Any] | None) -> MachineLoad | None:
     return MachineLoad(**{k: tuple(v) if isinstance(v, list) else v for k, v in record.items()})
 
 
-def _as_preset(built: Any) -> tuple[Graph, Any]:
-    """(graph, fetch) from what a build function returned."""
-    if hasattr(built, "graph") and hasattr(built, "fetch"):
-        return built.graph, built.fetch
-    if isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], Graph):
-        return built
-    if isinstance(built, Graph):
-        consumed = {t.op.id for op in built.ops for t in op.inputs}
-        sinks = [op.output for op in built.ops if op.id not in consumed]
-        return built, sinks
-    raise TypeError(f"build() must return a Preset, (graph, fetch) or a Graph, not {built!r}")
-
-
 def _builder(build: str | Callable[..., Any]) -> Callable[..., Any]:
     if callable(build):
         return build
@@ -541,7 +531,8 @@ def _open_sessions(
             settings = {_config_key(k): v for k, v in cell.items() if _config_key(k) is not None}
             key = tuple(sorted(graph_params.items()))
             if key not in graphs:
-                graphs[key] = _as_preset(build(**graph_params))
+                with Graph("sweep").as_default():  # a build that returns tensors builds here
+                    graphs[key] = graph_and_fetches(build(**graph_params))
             graph, fetch = graphs[key]
             sessions.append((Session(graph, Config(**settings)), fetch))
     except BaseException:

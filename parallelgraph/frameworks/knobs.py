@@ -96,9 +96,14 @@ class Setting(Mapping[str, Any]):
         return options
 
     def session(self, model: Any, **kwargs: Any) -> Any:
-        """ONNX Runtime: an `InferenceSession` of `model` (a path or bytes) with
-        `session_options()`; CPU provider unless `providers=` says otherwise."""
+        """ONNX Runtime: an `InferenceSession` of `model` (a path, bytes, or the
+        `onnx.ModelProto` users hold) with `session_options()`; CPU provider unless
+        `providers=` says otherwise."""
         ort = _only(self, "onnxruntime", "session")
+        if hasattr(model, "SerializeToString"):  # ORT takes paths and bytes only
+            model = model.SerializeToString()
+        elif isinstance(model, os.PathLike):
+            model = os.fspath(model)
         kwargs.setdefault("providers", ["CPUExecutionProvider"])
         session = ort.InferenceSession(model, sess_options=self.session_options(), **kwargs)
         self._made.append(session)

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..config import Config, choices_of, run_knob_fields
 from ..devices import Device
 from ..executors.registry import executor_spec
+from ..experiments.preset_record import graph_and_fetches, tensors_in
 from ..experiments.presets import Preset, build_preset
-from ..graph import Graph, Tensor
+from ..graph import Graph
 
 #: The devices the dashboard offers (ops on gpu:0 run on the CPU where no GPU is usable).
 DEVICES = ("cpu", "gpu:0")
@@ -261,12 +262,13 @@ class GraphSource:
             output = self.build(**params)
         if isinstance(output, Preset):  # it built its own graph
             return Built(output.graph, output.fetch, output.scopes, output.description)
-        return built_from(None, output)  # into the fresh graph, or one of its own
+        graph, fetches = graph_and_fetches(output)  # tensors, a (graph, fetches) pair, a Graph
+        return built_from(graph, fetches)
 
 
 def built_from(graph: Graph | None, fetches: Any) -> Built:
     """A Built for `fetches`: tensors of one graph (of `graph`, when given)."""
-    tensors = _tensors(fetches)
+    tensors = tensors_in(fetches)
     if not tensors:
         raise TypeError(
             f"nothing to fetch in {fetches!r}: a build function returns what to fetch (a Tensor, "
@@ -278,16 +280,6 @@ def built_from(graph: Graph | None, fetches: Any) -> Built:
     graph = tensors[0].graph
     scopes = tuple(dict.fromkeys(op.scope.split("/", 1)[0] for op in graph.ops if op.scope))
     return Built(graph, fetches, scopes, f"{len(graph.ops)} ops")
-
-
-def _tensors(fetches: Any) -> list[Tensor]:
-    if isinstance(fetches, Tensor):
-        return [fetches]
-    if isinstance(fetches, Mapping):
-        fetches = list(fetches.values())
-    if isinstance(fetches, (list, tuple)):
-        return [t for item in fetches for t in _tensors(item)]
-    return []
 
 
 def preset_graph(
