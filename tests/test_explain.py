@@ -345,3 +345,18 @@ def test_cause_every_worker_busy_until_the_later_branch_started():
     pair = next(p for p in report.pairs if {p.scope_a, p.scope_b} == {"net2", "net3"})
     assert pair.cause == "all workers busy"
     assert "until net3 started" in pair.detail
+
+
+def test_many_branches_are_summed_up_as_a_group_first():
+    """Eight heads: 28 pairs; the report says first how many overlapped and why the others did
+    not, with the counts (its numbers are the pairs')."""
+    preset = pg.models.preset("attention", "tiny")
+    with pg.Session(preset.graph, pg.Config(inter_op_threads=1)) as session:
+        _, trace = session.run(preset.fetch, trace=True)
+    report = trace.explain()
+    group = report.group()
+    assert group is not None and group.pairs == len(report.pairs)
+    assert group.overlapped + group.partly <= group.pairs
+    assert sum(n for _, n in group.causes) == group.pairs - group.overlapped
+    assert group.branches[0] == "attention/head0" and "attention/head1" in group.branches
+    assert report.lines()[0] == group.line()

@@ -50,6 +50,8 @@ from __future__ import annotations
 
 import bisect
 import html
+import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -129,8 +131,14 @@ class Explanation:
     #: ns of the waiting and setup left out of every number, by role.
     left_out_ns: dict[str, int] | None = None
 
+    def group(self) -> GroupSummary | None:
+        """The branches as one group, when there are three or more (`GroupSummary`)."""
+        return GroupSummary.of(self.pairs, self.omitted_pairs)
+
     def lines(self) -> list[str]:
-        out = [line for pair in self.pairs[:LISTED_PAIRS] for line in _pair_lines(pair)]
+        group = self.group()
+        out = [group.line()] if group is not None else []
+        out += [line for pair in self.pairs[:LISTED_PAIRS] for line in _pair_lines(pair)]
         rest = self.pairs[LISTED_PAIRS:]
         if rest or self.omitted_pairs:
             parallel = sum(pair.overlapped for pair in rest)
@@ -193,6 +201,55 @@ class Explanation:
 
     def __repr__(self) -> str:
         return str(self)
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """Many branches (the heads of an attention block, the experts of a mixture) said as a group
+    before the pairs: how many pairs overlapped, partly or not at all, the median overlap, and
+    the causes of those that did not, with their counts."""
+
+    branches: tuple[str, ...]
+    pairs: int
+    overlapped: int
+    partly: int
+    median_overlap: float
+    causes: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def of(cls, pairs: tuple[PairReport, ...], omitted: int = 0) -> GroupSummary | None:
+        names = tuple(
+            sorted(
+                {n for pair in pairs for n in (pair.scope_a, pair.scope_b)},
+                key=lambda name: [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)],
+            )
+        )
+        if len(names) < 3 or not pairs:
+            return None
+        overlaps = sorted(pair.overlap for pair in pairs)
+        causes = Counter(str(p.cause) for p in pairs if not p.overlapped and p.cause is not None)
+        return cls(
+            names,
+            len(pairs),
+            sum(pair.overlapped for pair in pairs),
+            sum(0 < pair.overlap and not pair.overlapped for pair in pairs),
+            overlaps[len(overlaps) // 2],
+            tuple(causes.most_common()),
+        )
+
+    def line(self) -> str:
+        shown = ", ".join(self.branches[:3]) + (
+            f", ... {self.branches[-1]}" if len(self.branches) > 3 else ""
+        )
+        did_not = self.pairs - self.overlapped - self.partly
+        text = (
+            f"{len(self.branches)} branches ({shown}): {self.overlapped} of {self.pairs} pairs "
+            f"ran in parallel, {self.partly} partly, {did_not} did not (median overlap "
+            f"{self.median_overlap:.2f})"
+        )
+        if self.causes:
+            text += "; why not: " + ", ".join(f"{cause} ({n})" for cause, n in self.causes)
+        return text + "."
 
 
 def _pair_lines(pair: PairReport) -> list[str]:
