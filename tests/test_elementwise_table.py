@@ -333,3 +333,29 @@ def test_the_generated_kernels_are_readable_source():
     for name in TABLE:
         assert f"def {name}_rows(" in source
     assert "def apply_tile(" in source and "def run_program(" in source
+
+
+@pytest.mark.parametrize(
+    "shapes, out, rows_at_least",
+    [
+        (((16, 32, 32, 32), (32, 1, 1)), (16, 32, 32, 32), 1024),  # an NCHW bias: rows of H*W
+        (((2048, 32), (2048, 32)), (2048, 32), 256),  # the same shape: flat, wide rows
+        (((3, 1, 5), (1, 7, 1)), (3, 7, 5), 5),  # an outer broadcast keeps its axes
+    ],
+)
+def test_layouts_take_the_widest_rows_the_shapes_allow(shapes, out, rows_at_least, many_shards):
+    from parallelgraph.ops.broadcast import elementwise_layout
+
+    layout = elementwise_layout(shapes, out)
+    assert layout.columns >= rows_at_least and layout.rows * layout.columns == int(np.prod(out))
+    rng = np.random.default_rng(0)
+    values = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    graph = pg.Graph("wide rows")
+    with graph.as_default():
+        y = pg.constant(values[0]) * pg.constant(values[1]) + pg.constant(values[0])
+    expected = values[0] * values[1] + values[0]
+    for config in (
+        pg.Config(executor="sequential"),
+        pg.Config(inter_op_threads=2, intra_op_threads=2),
+    ):
+        assert run(graph, y, config).tobytes() == expected.tobytes()

@@ -14,6 +14,7 @@ once per shape pair (a few microseconds, cached), never per run.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -91,3 +92,85 @@ def strides_for(shape: Shape, out_shape: Shape) -> tuple[int, ...]:
         strides.append(0 if size == 1 else step)
         step *= size
     return tuple(reversed(strides)) or (0,)
+
+
+#: The widest row a flat same-shape layout makes, and the narrowest it accepts: wide rows keep
+#: a row kernel's per-row cost (picking operand rows, its vector loop's set-up) small beside its
+#: elements, and leave rows enough to shard.
+WIDEST_ROW, NARROWEST_ROW = 4096, 256
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How an elementwise op's kernel sees its output and operands: `rows` x `columns`, and for
+    each operand its own 2-D row shape and row map (`operand_view`)."""
+
+    rows: int
+    columns: int
+    operands: tuple[tuple[tuple[int, int], np.ndarray], ...]
+
+
+@functools.lru_cache(maxsize=4096)
+def elementwise_layout(
+    shapes: tuple[Shape, ...], out_shape: Shape, standard: bool = False
+) -> Layout:
+    """The row layout of an elementwise op with inputs of `shapes` and output `out_shape`.
+
+    `standard`: the output's own row view (`row_view_shape`: its last axis the row), what a
+    fused matmul epilogue needs (its rows are the matmul's). Otherwise the widest rows the
+    shapes allow, as NumPy's iterator coalesces axes: operands of the output's shape see it as
+    flat rows of up to `WIDEST_ROW` elements (an NCHW tensor's 32-wide rows cost ~7x per element
+    what 1024-wide ones do); with broadcasting, adjacent axes merge wherever every operand is
+    full on both or broadcast on both (an NCHW bias (C, 1, 1) then reads rows of H * W). The
+    elements and their arithmetic are the same either way: only the per-row cost changes.
+    """
+    if not standard:
+        if all(tuple(shape) == tuple(out_shape) for shape in shapes):
+            flat = _flat_rows(num_elements(out_shape))
+            if flat is not None:
+                return Layout(*flat, tuple((flat, NO_MAP) for _ in shapes))
+        else:
+            merged_out, merged = _coalesced(out_shape, shapes)
+            if len(merged_out) >= 2:
+                views = tuple(operand_view(shape, merged_out) for shape in merged)
+                return Layout(*row_view_shape(merged_out), views)
+    views = tuple(operand_view(tuple(shape), tuple(out_shape)) for shape in shapes)
+    return Layout(*row_view_shape(tuple(out_shape)), views)
+
+
+def _flat_rows(count: int) -> tuple[int, int] | None:
+    """(rows, width) for `count` elements: the widest width up to `WIDEST_ROW` dividing it, or
+    None where none is at least `NARROWEST_ROW` (and the count is larger than that)."""
+    if count <= WIDEST_ROW:
+        return (1, count) if count >= NARROWEST_ROW else None
+    for width in range(WIDEST_ROW, NARROWEST_ROW - 1, -1):
+        if count % width == 0:
+            return count // width, width
+    return None
+
+
+def _coalesced(out_shape: Shape, shapes: tuple[Shape, ...]) -> tuple[Shape, tuple[Shape, ...]]:
+    """`out_shape` and the operands' shapes (padded to its rank) with adjacent axes merged
+    wherever every operand is full on both or broadcast on both (axes of size 1 in the output
+    merge with anything)."""
+    rank = len(out_shape)
+    full = [padded(tuple(shape), rank) for shape in shapes]
+    groups: list[list[int]] = []
+    for axis in range(rank):
+        if groups and _mergeable(groups[-1][-1], axis, out_shape, full):
+            groups[-1].append(axis)
+        else:
+            groups.append([axis])
+    merged_out = tuple(num_elements(tuple(out_shape[a] for a in g)) for g in groups)
+    merged = tuple(tuple(num_elements(tuple(s[a] for a in g)) for g in groups) for s in full)
+    return merged_out, merged
+
+
+def _mergeable(previous: int, axis: int, out_shape: Shape, shapes: list[Shape]) -> bool:
+    if out_shape[previous] == 1 or out_shape[axis] == 1:
+        return True
+    return all(
+        (s[previous] == out_shape[previous] and s[axis] == out_shape[axis])
+        or (s[previous] == 1 and s[axis] == 1)
+        for s in shapes
+    )

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from .. import kernels
-from ..dtypes import DTYPES, Shape, as_dtype, kind_name, num_elements, row_view_shape
+from ..dtypes import DTYPES, Shape, as_dtype, kind_name, num_elements
 from ..graph import Tensor
-from .broadcast import broadcast_shapes, operand_view
+from .broadcast import NO_MAP, Layout, broadcast_shapes, elementwise_layout
 from .builder import as_tensor, binary_operands, build
 from .elementwise import BOOL, CAST, TABLE, Entry
 from .registry import REGISTRY, Arrays, Bounds, Cost, OpDef, ShapeError
@@ -75,21 +75,25 @@ class ElementwiseOp(OpDef):
         reads = sum(num_elements(t.shape) * t.dtype.itemsize for t in op.inputs)
         return Cost(self.flops_per_element * n, reads + n * op.dtype.itemsize)
 
-    def layouts(self, op: Any) -> list[tuple[tuple[int, int], np.ndarray | None]]:
-        """For each input: its 2-D row shape and row map (None for a unary op's input, which
-        has the output's shape), as the kernel takes them."""
-        if self.entry.arity == 1:
-            return [(row_view_shape(op.shape), None)]
-        return [operand_view(t.shape, op.shape) for t in op.inputs]
+    def layout(self, op: Any, standard: bool = False) -> Layout:
+        """The rows the kernel sees (`broadcast.elementwise_layout`: the widest the shapes
+        allow; `standard`: the output's own row view, for a fused matmul epilogue)."""
+        shapes = tuple(tuple(t.shape) for t in op.inputs)
+        return elementwise_layout(shapes, tuple(op.shape), standard)
 
-    def kernel_arguments(self, op: Any) -> Callable[[Arrays], list[Any]]:
+    def rows(self, op: Any) -> int:
+        return self.layout(op).rows
+
+    def kernel_arguments(self, op: Any, standard: bool = False) -> Callable[[Arrays], list[Any]]:
         """A function of the input arrays giving the kernel's operand arguments (the views and
-        maps settled once per op)."""
-        layouts = self.layouts(op)
+        maps settled once per op; a unary kernel's operand has the output's rows: no map)."""
+        layout = self.layout(op, standard)
+        unary = self.entry.arity == 1
+        views = [(rows, None if unary else row_map) for rows, row_map in layout.operands]
 
         def arguments(args: Arrays) -> list[Any]:
             laid_out: list[Any] = []
-            for x, (rows, row_map) in zip(args, layouts):
+            for x, (rows, row_map) in zip(args, views):
                 laid_out.append(x.reshape(rows))
                 if row_map is not None:
                     laid_out.append(row_map)
@@ -98,9 +102,15 @@ class ElementwiseOp(OpDef):
         return arguments
 
     def prepare(self, op: Any, args: Arrays, num_shards: int, config: Any) -> Any:
+        return self.prepare_rows(op, args)
+
+    def prepare_rows(self, op: Any, args: Arrays, standard: bool = False) -> Any:
+        """The work of `prepare` in a chosen layout: `standard` is the output's own rows, which
+        a fused matmul epilogue computes in the matmul's row ranges (`ops.fused`)."""
+        layout = self.layout(op, standard)
         out = np.empty(op.shape, dtype=op.dtype)
-        operands = self.kernel_arguments(op)(args)
-        return (*operands, out.reshape(row_view_shape(op.shape)), out)
+        operands = self.kernel_arguments(op, standard)(args)
+        return (*operands, out.reshape(layout.rows, layout.columns), out)
 
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         self.kernel(*work[:-1], row_start, row_stop)
@@ -115,13 +125,30 @@ class ElementwiseOp(OpDef):
         return False
 
     def whole(self, op: Any, config: Any = None) -> Callable[[Arrays], np.ndarray]:
+        """All rows in one kernel call. Where the inputs are 2-D of the output's shape and that
+        is the layout, they are passed as they are (a tiny op's call is mostly this Python:
+        three views fewer, ~1 us)."""
         kernel, shape, dtype = self.kernel, op.shape, op.dtype
-        rows = row_view_shape(shape)
+        layout = self.layout(op)
+        view = (layout.rows, layout.columns)
+        if view == tuple(shape) and all(tuple(t.shape) == view for t in op.inputs):
+            binary = self.entry.arity > 1
+            rows = layout.rows
+
+            def as_they_are(args: Arrays) -> np.ndarray:
+                out = np.empty(shape, dtype)
+                if binary:
+                    kernel(*[a for x in args for a in (x, NO_MAP)], out, 0, rows)
+                else:
+                    kernel(args[0], out, 0, rows)
+                return out
+
+            return as_they_are
         arguments = self.kernel_arguments(op)
 
         def computed(args: Arrays) -> np.ndarray:
             out = np.empty(shape, dtype)
-            kernel(*arguments(args), out.reshape(rows), 0, rows[0])
+            kernel(*arguments(args), out.reshape(view), 0, view[0])
             return out
 
         return computed

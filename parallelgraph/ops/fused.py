@@ -89,7 +89,8 @@ class FusedEpilogue(OpDef):
         for part, sources in zip(epilogue, _operand_sources(op)):
             previous = works[-1][-1]  # the output buffer of the op before
             operands = [previous if source is None else args[source] for source in sources]
-            works.append(opdef(part.type).prepare(part, operands, num_shards, config))
+            # the output's own rows: the epilogue runs in the matmul's row ranges
+            works.append(opdef(part.type).prepare_rows(part, operands, standard=True))
         return tuple(works)
 
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
