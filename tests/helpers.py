@@ -1,5 +1,5 @@
-"""Helpers shared by the tests: the seed graph at small sizes, a fault-injection op, and a
-busy neighbour process."""
+"""Helpers shared by the tests: the seed graph at small sizes, a fault-injection op, a busy
+neighbour process, and values and a bit-for-bit check for the ops that only move values."""
 
 from __future__ import annotations
 
@@ -14,6 +14,28 @@ import numpy as np
 import parallelgraph as pg
 from parallelgraph.ops.builder import build
 from parallelgraph.ops.registry import REGISTRY, OpDef, register
+
+
+def random_values(rng, shape, dtype):
+    """Random values of `dtype`; floats with NaN, infinities and -0.0 among them."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.random(shape) < 0.5
+    if dtype.kind == "i":
+        return rng.integers(-50, 50, shape).astype(dtype)
+    x = rng.standard_normal(shape).astype(dtype)
+    specials = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0], dtype)
+    mask = rng.random(shape) < 0.15
+    x[mask] = rng.choice(specials, int(mask.sum()))
+    return x
+
+
+def same_bits(got, want, what) -> None:
+    """`got` has `want`'s shape, dtype and bytes (`what` names the case when it does not)."""
+    want = np.asarray(want)
+    assert got.shape == want.shape, (what, got.shape, want.shape)
+    assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
+    assert got.tobytes() == np.ascontiguousarray(want).tobytes(), what
 
 
 def seed_graph(batch=8, n_in=12, n_hidden=10, n_out=6, dtype="float32", device=None):

@@ -9,27 +9,14 @@ import itertools
 
 import numpy as np
 import pytest
+from helpers import random_values, same_bits
 
 import parallelgraph as pg
 from parallelgraph.ops import opdef
-from parallelgraph.ops.indexing import fewest_axes
+from parallelgraph.ops.shape_ops import fewest_axes
 
 DTYPES = ["float32", "float64", "int32", "int64", "bool"]
 SETTINGS = [(1, 1), (2, 1), (1, 2), (2, 2)]
-
-
-def values(rng, shape, dtype):
-    """Random values of `dtype`; floats with NaN, infinities and -0.0 among them."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "b":
-        return rng.random(shape) < 0.5
-    if dtype.kind == "i":
-        return rng.integers(-50, 50, shape).astype(dtype)
-    x = rng.standard_normal(shape).astype(dtype)
-    specials = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0], dtype)
-    mask = rng.random(shape) < 0.15
-    x[mask] = rng.choice(specials, int(mask.sum()))
-    return x
 
 
 def indices_in(rng, length, shape, dtype="int64"):
@@ -37,13 +24,6 @@ def indices_in(rng, length, shape, dtype="int64"):
     if length == 0:
         return np.zeros(shape, dtype)
     return rng.integers(-length, length, shape).astype(dtype)
-
-
-def same_bits(got, want, what):
-    want = np.asarray(want)
-    assert got.shape == want.shape, (what, got.shape, want.shape)
-    assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
-    assert got.tobytes() == np.ascontiguousarray(want).tobytes(), what
 
 
 def gather_nd_plain(params, indices, batch_dims=0):
@@ -73,7 +53,7 @@ def take_along_cases(rng, dtype):
     axis 0, 1 or 3 long, and with a broadcast on another axis on either side."""
     out = []
     for shape in X_SHAPES:
-        x = values(rng, shape, dtype)
+        x = random_values(rng, shape, dtype)
         for axis in range(len(shape)):
             for m in (0, 1, 3):
                 target = list(shape)
@@ -95,7 +75,7 @@ def take_along_cases(rng, dtype):
                         continue  # no index can be in range (refused: test_bad_arguments)
                     idx = indices_in(rng, shape[axis], ishape, "int32" if k else "int64")
                     out.append((f"take{shape}-axis{axis}-{ishape}", x, idx, axis))
-    neg = values(rng, (4, 6), dtype)
+    neg = random_values(rng, (4, 6), dtype)
     out.append(("take-negative-axis", neg, indices_in(rng, 6, (4, 2)), -1))
     return out
 
@@ -105,7 +85,7 @@ def gather_nd_cases(rng, dtype):
     batch_dims 0, 1 and 2, with index shapes (), (3,), (2, 3) and (0,) before the tuples."""
     out = []
     for shape in [(7,), (5, 3), (4, 1, 6), (3, 0, 2), (2, 3, 5, 2), (0, 4)]:
-        params = values(rng, shape, dtype)
+        params = random_values(rng, shape, dtype)
         for b in range(0, min(3, len(shape))):
             for q in range(0, len(shape) - b + 1):
                 for lead in [(), (3,), (2, 3), (0,)]:
@@ -152,7 +132,7 @@ def build_all(dtype, device=None, seed=0):
             tensor = pg.gather_nd(pg.constant(params), pg.constant(idx), batch_dims=b)
             fetches.append((name, tensor, gather_nd_plain(params, idx, b)))
         for shape, target in BROADCASTS:
-            x = values(rng, shape, dtype)
+            x = random_values(rng, shape, dtype)
             tensor = pg.broadcast_to(pg.constant(x), target)
             fetches.append((f"broadcast{shape}->{target}", tensor, np.broadcast_to(x, target)))
     return g, fetches
@@ -175,7 +155,7 @@ def test_every_case_gives_numpys_bits(dtype):
 def sharded_graph(dtype):
     """Cases with rows enough to shard: every op, axes first, middle and last."""
     rng = np.random.default_rng(1)
-    x = values(rng, (23, 7, 5), dtype)
+    x = random_values(rng, (23, 7, 5), dtype)
     g = pg.Graph("sharded")
     fetches = []
     with g.as_default():
@@ -317,7 +297,7 @@ def test_take_along_axis_none_reads_x_flattened_and_indices_broadcast_both_ways(
 
 def gpu_graph(dtype, device):
     rng = np.random.default_rng(2)
-    x = values(rng, (3, 4, 2), dtype)
+    x = random_values(rng, (3, 4, 2), dtype)
     g = pg.Graph("gpu-indexing")
     fetches = []
     with g.as_default(), pg.device(device):

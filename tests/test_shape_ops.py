@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import random_values, same_bits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,30 +19,16 @@ DTYPES = ["float32", "float64", "int32", "int64", "bool"]
 SETTINGS = [(1, 1), (2, 1), (1, 2), (2, 2)]
 
 
-def values(rng, shape, dtype):
-    """Random values of `dtype`; floats with NaN, infinities and -0.0 among them."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "b":
-        return rng.random(shape) < 0.5
-    if dtype.kind == "i":
-        return rng.integers(-50, 50, shape).astype(dtype)
-    x = rng.standard_normal(shape).astype(dtype)
-    specials = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0], dtype)
-    mask = rng.random(shape) < 0.15
-    x[mask] = rng.choice(specials, int(mask.sum()))
-    return x
-
-
 def cases(dtype, seed=0):
     """(name, builder of the tensor, NumPy's value) for every op, on shapes with sizes 0, 1,
     odd and prime. Builders take the dict of constants by name."""
     rng = np.random.default_rng(seed)
-    a = values(rng, (7, 5, 3), dtype)
-    m = values(rng, (17, 11), dtype)
-    e = values(rng, (0, 3), dtype)
-    s = values(rng, (), dtype)
-    v = values(rng, (13,), dtype)
-    w = values(rng, (2, 3, 5, 4), dtype)
+    a = random_values(rng, (7, 5, 3), dtype)
+    m = random_values(rng, (17, 11), dtype)
+    e = random_values(rng, (0, 3), dtype)
+    s = random_values(rng, (), dtype)
+    v = random_values(rng, (13,), dtype)
+    w = random_values(rng, (2, 3, 5, 4), dtype)
     data = dict(a=a, m=m, e=e, s=s, v=v, w=w)
     i32 = np.array([[3, -1], [0, 4]], np.int32)
     out = [
@@ -135,12 +122,6 @@ def build_all(dtype, device=None):
         constants = {name: pg.constant(value) for name, value in data.items()}
         fetches = [(name, build(constants), want) for name, build, want in listed]
     return g, fetches
-
-
-def same_bits(got, want, what):
-    assert got.shape == want.shape, (what, got.shape, want.shape)
-    assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
-    assert got.tobytes() == np.ascontiguousarray(want).tobytes(), what
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

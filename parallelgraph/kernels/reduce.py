@@ -35,38 +35,63 @@ from .bounds import check_range
 LANES = 32
 
 
+#: What `_middle` folds the rows in with: addition, or `_pick`'s maximum or minimum.
+SUM, MAX, MIN = 0, 1, 2
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _check_middle(x, acc, outer_start, outer_stop, length_start, length_stop):
+    check_range(outer_start, outer_stop, min(x.shape[0], acc.shape[0]))
+    check_range(length_start, length_stop, x.shape[1])
+    if x.shape[2] != acc.shape[1]:
+        raise IndexError("reduce: acc's width differs from x's inner size")
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _fold_in(current, value, kind):
+    """current + value (SUM), or the extreme of the two under `_pick`'s rule (MAX, MIN)."""
+    if kind == SUM:
+        return current + value
+    return _pick(current, value, kind == MAX)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _middle(x, acc, outer_start, outer_stop, length_start, length_stop, kind):
+    """acc[o, :] = acc[o, :] folded with x[o, l, :] for l in [length_start, length_stop), in
+    order, by `kind` (a constant where the callers inline this: one loop per kind)."""
+    width = x.shape[2]
+    for o in range(outer_start, outer_stop):
+        row = acc[o]
+        position = length_start
+        # Four rows a pass: each element's steps are the one-row loop's, in its order
+        # (((row + a) + b) + c) + d, so the same bits for any range; the running value is
+        # loaded and stored once per four rows instead of once per row: sums 0.67-0.86x the
+        # time of one row a pass, 0.67-0.90x NumPy's float32 sum (benchmarks/RESULTS.md,
+        # "reduce_sum across rows"); max and min ~10% faster (100 us against 110, 512x1024).
+        while position + 4 <= length_stop:
+            a, b, c, d = x[o, position], x[o, position + 1], x[o, position + 2], x[o, position + 3]
+            for i in range(width):
+                first = _fold_in(_fold_in(row[i], a[i], kind), b[i], kind)
+                row[i] = _fold_in(_fold_in(first, c[i], kind), d[i], kind)
+            position += 4
+        while position < length_stop:
+            src = x[o, position]
+            for i in range(width):
+                row[i] = _fold_in(row[i], src[i], kind)
+            position += 1
+
+
 @njit(nogil=True, cache=True)
 def sum_middle(x, acc, outer_start, outer_stop, length_start, length_stop):
     """acc[o, :] += sum of x[o, l, :] for o in [outer_start, outer_stop), l in [length_start,
     length_stop); either range may be empty (a zero-size dimension)."""
-    check_range(outer_start, outer_stop, min(x.shape[0], acc.shape[0]))
-    check_range(length_start, length_stop, x.shape[1])
-    if x.shape[2] != acc.shape[1]:
-        raise IndexError("sum_middle: acc's width differs from x's inner size")
+    _check_middle(x, acc, outer_start, outer_stop, length_start, length_stop)
     if x.shape[2] == 1:  # axis=None or the last axis (the op calls `sum_last`, faster)
         parts = np.empty(LANES)
         for o in range(outer_start, outer_stop):
             acc[o, 0] += _sum_run(x[o, :, 0], length_start, length_stop, parts)
         return
-    width = x.shape[2]
-    for o in range(outer_start, outer_stop):
-        row = acc[o]
-        position = length_start
-        # Four rows a pass: each element's additions are the one-row loop's, in its order
-        # (((row + a) + b) + c) + d, so the same bits for any range; the running sum is
-        # loaded and stored once per four rows instead of once per row: 0.67-0.86x the time
-        # of one row a pass, 0.67-0.90x NumPy's float32 sum (benchmarks/RESULTS.md,
-        # "reduce_sum across rows").
-        while position + 4 <= length_stop:
-            a, b, c, d = x[o, position], x[o, position + 1], x[o, position + 2], x[o, position + 3]
-            for i in range(width):
-                row[i] = (((row[i] + a[i]) + b[i]) + c[i]) + d[i]
-            position += 4
-        while position < length_stop:
-            src = x[o, position]
-            for i in range(width):
-                row[i] += src[i]
-            position += 1
+    _middle(x, acc, outer_start, outer_stop, length_start, length_stop, SUM)
 
 
 @njit(nogil=True, cache=True)
@@ -116,17 +141,8 @@ def _sum_run(values, start, stop, parts):
 def sum_int(x, acc, outer_start, outer_stop, length_start, length_stop):
     """`sum_middle` for integers: acc[o, :] += sum of x[o, l, :] in int64 (acc int64), wrapping
     on overflow; any order gives the same bits."""
-    check_range(outer_start, outer_stop, min(x.shape[0], acc.shape[0]))
-    check_range(length_start, length_stop, x.shape[1])
-    if x.shape[2] != acc.shape[1]:
-        raise IndexError("sum_int: acc's width differs from x's inner size")
-    width = x.shape[2]
-    for o in range(outer_start, outer_stop):
-        row = acc[o]
-        for position in range(length_start, length_stop):
-            src = x[o, position]
-            for i in range(width):
-                row[i] += src[i]
+    _check_middle(x, acc, outer_start, outer_stop, length_start, length_stop)
+    _middle(x, acc, outer_start, outer_stop, length_start, length_stop, SUM)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -151,42 +167,19 @@ def _pick(current, candidate, is_max):
     return current
 
 
-@njit(nogil=True, cache=True, inline="always")
-def _extreme_middle(x, acc, outer_start, outer_stop, length_start, length_stop, is_max):
-    check_range(outer_start, outer_stop, min(x.shape[0], acc.shape[0]))
-    check_range(length_start, length_stop, x.shape[1])
-    if x.shape[2] != acc.shape[1]:
-        raise IndexError("max/min: acc's width differs from x's inner size")
-    width = x.shape[2]
-    for o in range(outer_start, outer_stop):
-        row = acc[o]
-        position = length_start
-        # four rows a pass, each element's picks in index order as one row a pass would make
-        # them (as `sum_middle`): ~10% faster on 512x1024 (100 us against 110, float32)
-        while position + 4 <= length_stop:
-            a, b, c, d = x[o, position], x[o, position + 1], x[o, position + 2], x[o, position + 3]
-            for i in range(width):
-                first = _pick(_pick(row[i], a[i], is_max), b[i], is_max)
-                row[i] = _pick(_pick(first, c[i], is_max), d[i], is_max)
-            position += 4
-        while position < length_stop:
-            src = x[o, position]
-            for i in range(width):
-                row[i] = _pick(row[i], src[i], is_max)
-            position += 1
-
-
 @njit(nogil=True, cache=True)
 def max_middle(x, acc, outer_start, outer_stop, length_start, length_stop):
     """acc[o, :] = max(acc[o, :], max of x[o, l, :] over the range) (module docstring's rule);
     acc has x's dtype, filled with the lowest value (or earlier partial results) beforehand."""
-    _extreme_middle(x, acc, outer_start, outer_stop, length_start, length_stop, True)
+    _check_middle(x, acc, outer_start, outer_stop, length_start, length_stop)
+    _middle(x, acc, outer_start, outer_stop, length_start, length_stop, MAX)
 
 
 @njit(nogil=True, cache=True)
 def min_middle(x, acc, outer_start, outer_stop, length_start, length_stop):
     """`max_middle` for the minimum."""
-    _extreme_middle(x, acc, outer_start, outer_stop, length_start, length_stop, False)
+    _check_middle(x, acc, outer_start, outer_stop, length_start, length_stop)
+    _middle(x, acc, outer_start, outer_stop, length_start, length_stop, MIN)
 
 
 @njit(nogil=True, cache=True, inline="always")

@@ -48,6 +48,44 @@ def normalize_axis(axis: object, ndim: int, what: str = "axis") -> int:
     return int(axis) % ndim
 
 
+def check_index_dtype(indices: Any) -> None:
+    """ShapeError unless `indices` (a tensor) is int32 or int64."""
+    if indices.dtype.name not in INDEX_DTYPES:
+        raise ShapeError(f"indices must be int32 or int64, not {indices.dtype.name}")
+
+
+def out_of_range(index: int, axis: int, length: int) -> str:
+    """What is wrong with `index` on an axis of `length` (the build's and the kernels' text)."""
+    return (
+        f"index {index} is out of range for axis {axis} of size {length} (indices must lie in "
+        f"[{-length}, {length}))"
+    )
+
+
+def constant_value(tensor: Any) -> np.ndarray | None:
+    """The value of a constant tensor (known when the graph is built), else None."""
+    return tensor.op.attrs["value"] if tensor.op.type == "constant" else None
+
+
+def check_in_range(value: np.ndarray, axis: int, length: int) -> None:
+    """ShapeError naming the first of the known indices `value` outside [-length, length)."""
+    bad = (value < -length) | (value >= length)
+    if bad.any():
+        raise ShapeError(out_of_range(int(value[bad].flat[0]), axis, length))
+
+
+def as_indices(indices: object) -> Tensor:
+    """A tensor as is; a list or array of ints a constant, int64."""
+    if isinstance(indices, Tensor):
+        return indices
+    array = np.asarray(indices)
+    if array.dtype.kind in "iu" or array.size == 0:
+        array = array.astype(np.int64)
+    from .sources import constant
+
+    return constant(array)
+
+
 def refuse(op_type: str, name: str, inputs: tuple[Tensor, ...], problem: str) -> Exception:
     """The GraphError a builder raises for bad arguments, naming the op, scope and shapes."""
     from ..errors import GraphError
@@ -97,13 +135,21 @@ class MovementOp(OpDef):
         return moved
 
 
+class IndexedMovementOp(MovementOp):
+    """A movement op whose second input holds indices, read besides the elements copied."""
+
+    def extra_bytes(self, op: Any) -> int:
+        indices = op.inputs[1]
+        return num_elements(indices.shape) * indices.dtype.itemsize
+
+
 def _columns(op: Any) -> int:
     """Elements per row of the op's output row view: shard rows times this are flat ranges."""
     return row_view_shape(op.shape)[1]
 
 
 @register
-class Gather(MovementOp):
+class Gather(IndexedMovementOp):
     """np.take(params, indices, axis): params seen as (outer, length, inner), the output as
     (outer, indices.size, inner); shards are flat ranges of output rows."""
 
@@ -114,26 +160,16 @@ class Gather(MovementOp):
         params, indices = inputs
         if params.ndim == 0:
             raise ShapeError("params must have at least one axis")
-        if indices.dtype.name not in INDEX_DTYPES:
-            raise ShapeError(f"indices must be int32 or int64, not {indices.dtype.name}")
+        check_index_dtype(indices)
         axis = attrs["axis"] = normalize_axis(attrs["axis"], params.ndim)
         shape = params.shape[:axis] + indices.shape + params.shape[axis + 1 :]
         length = params.shape[axis]
         if length == 0 and num_elements(shape):
             raise ShapeError(f"axis {axis} of params is empty: no index can be in range")
-        if indices.op.type == "constant":  # known now: refuse a bad one before anything runs
-            value = indices.op.attrs["value"]
-            bad = (value < -length) | (value >= length)
-            if bad.any():
-                raise ShapeError(
-                    f"index {int(value[bad].flat[0])} is out of range for axis {axis} of size "
-                    f"{length} (indices must lie in [{-length}, {length}))"
-                )
+        value = constant_value(indices)
+        if value is not None:  # known now: refuse a bad one before anything runs
+            check_in_range(value, axis, length)
         return shape, params.dtype
-
-    def extra_bytes(self, op: Any) -> int:
-        indices = op.inputs[1]
-        return num_elements(indices.shape) * indices.dtype.itemsize
 
     @staticmethod
     def view(op: Any) -> tuple[int, int]:
@@ -150,10 +186,7 @@ class Gather(MovementOp):
             start, stop = row_start * columns, row_stop * columns
             bad = kernel(flat(args[0]), indices, flat(out), length, inner, start, stop)
             if bad >= 0:
-                raise IndexError(
-                    f"gather: index {int(indices[bad])} is out of range for axis {axis} of "
-                    f"size {length} (indices must lie in [{-length}, {length}))"
-                )
+                raise IndexError(f"gather: {out_of_range(int(indices[bad]), axis, length)}")
 
         return fill
 
@@ -231,8 +264,7 @@ class TakeAlongAxis(MovementOp):
 
     def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
         x, indices = inputs
-        if indices.dtype.name not in INDEX_DTYPES:
-            raise ShapeError(f"indices must be int32 or int64, not {indices.dtype.name}")
+        check_index_dtype(indices)
         if x.ndim == 0 or indices.ndim != x.ndim or indices.shape[:-1] != x.shape[:-1]:
             raise ShapeError("indices must have x's shape but for the last axis")
         return indices.shape, x.dtype
@@ -279,14 +311,7 @@ def gather(params: object, indices: object, axis: int = 0, name: str | None = No
     (3, 2)
     """
     params = as_tensor(params, what="gather params")
-    if not isinstance(indices, Tensor):
-        array = np.asarray(indices)
-        if array.dtype.kind in "iu" or array.size == 0:
-            array = array.astype(np.int64)
-        from .sources import constant
-
-        indices = constant(array)
-    return build("gather", (params, indices), {"axis": axis}, name)
+    return build("gather", (params, as_indices(indices)), {"axis": axis}, name)
 
 
 class TopK(NamedTuple):

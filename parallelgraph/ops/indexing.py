@@ -32,79 +32,31 @@ from typing import Any
 import numpy as np
 
 from .. import kernels
-from ..dtypes import INDEX_DTYPES, Shape, num_elements, row_view_shape
+from ..dtypes import Shape, num_elements, row_view_shape
 from ..graph import Tensor
 from .builder import as_tensor, build
-from .gather import Fill, MovementOp, flat, normalize_axis
+from .gather import (
+    Fill,
+    IndexedMovementOp,
+    as_indices,
+    check_in_range,
+    check_index_dtype,
+    constant_value,
+    flat,
+    normalize_axis,
+    out_of_range,
+)
 from .registry import Arrays, ShapeError, register
-from .shape_ops import StridedCopy, reshape
+from .shape_ops import StridedCopy, _ints, c_strides, fewest_axes, reshape
 
 __all__ = ["broadcast_to", "gather_nd", "take_along_axis"]
-
-
-def c_strides(shape: Shape) -> list[int]:
-    """Element strides of a C-contiguous array of `shape`."""
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= size
-    return strides[::-1]
-
-
-def fewest_axes(dims: Sequence[int], *strides: Sequence[int]) -> tuple[tuple[int, ...], ...]:
-    """(dims, *strides) of the same walk over the fewest axes: axes of size 1 dropped, an axis
-    merged into the one before it where, for every array, that one steps over it exactly."""
-    none = tuple((0,) for _ in strides)
-    if 0 in dims:
-        return ((0,), *none)
-    merged: list[list[int]] = []
-    for a, size in enumerate(dims):
-        if size == 1:
-            continue
-        column = [s[a] for s in strides]
-        if merged and all(prev == size * cur for prev, cur in zip(merged[-1][1:], column)):
-            merged[-1] = [merged[-1][0] * size, *column]
-        else:
-            merged.append([size, *column])
-    if not merged:
-        return ((1,), *none)
-    return tuple(tuple(m[k] for m in merged) for k in range(len(strides) + 1))
-
-
-def _index_dtype(indices: Any) -> None:
-    if indices.dtype.name not in INDEX_DTYPES:
-        raise ShapeError(f"indices must be int32 or int64, not {indices.dtype.name}")
-
-
-def _constant_value(tensor: Any) -> np.ndarray | None:
-    """The value of a constant tensor (known when the graph is built), else None."""
-    return tensor.op.attrs["value"] if tensor.op.type == "constant" else None
-
-
-def _out_of_range(index: int, axis: int, length: int) -> str:
-    return (
-        f"index {index} is out of range for axis {axis} of size {length} (indices must lie in "
-        f"[{-length}, {length}))"
-    )
-
-
-def _as_indices(indices: object) -> Tensor:
-    """A tensor as is; a list or array of ints a constant, int64 (as gather takes them)."""
-    if isinstance(indices, Tensor):
-        return indices
-    array = np.asarray(indices)
-    if array.dtype.kind in "iu" or array.size == 0:
-        array = array.astype(np.int64)
-    from .sources import constant
-
-    return constant(array)
 
 
 # --- take_along_axis ---------------------------------------------------------------------------
 
 
 @register
-class TakeAlong(MovementOp):
+class TakeAlong(IndexedMovementOp):
     """np.take_along_axis(x, indices, axis) (module docstring)."""
 
     type = "take_along"
@@ -112,7 +64,7 @@ class TakeAlong(MovementOp):
 
     def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
         x, indices = inputs
-        _index_dtype(indices)
+        check_index_dtype(indices)
         if x.ndim == 0:
             raise ShapeError("x must have at least one axis")
         if indices.ndim != x.ndim:
@@ -130,16 +82,10 @@ class TakeAlong(MovementOp):
         length = x.shape[axis]
         if length == 0 and num_elements(tuple(shape)):
             raise ShapeError(f"axis {axis} of x is empty: no index can be in range")
-        value = _constant_value(indices)
+        value = constant_value(indices)
         if value is not None:
-            bad = (value < -length) | (value >= length)
-            if bad.any():
-                raise ShapeError(_out_of_range(int(value[bad].flat[0]), axis, length))
+            check_in_range(value, axis, length)
         return tuple(shape), x.dtype
-
-    def extra_bytes(self, op: Any) -> int:
-        indices = op.inputs[1]
-        return num_elements(indices.shape) * indices.dtype.itemsize
 
     @staticmethod
     def layout(op: Any) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], int, int]:
@@ -164,7 +110,7 @@ class TakeAlong(MovementOp):
             bad = kernel(flat(args[0]), indices, flat(out), *walk, length, axis_stride, start, stop)
             if bad >= 0:
                 raise IndexError(
-                    f"take_along_axis: {_out_of_range(int(indices[bad]), axis, length)}"
+                    f"take_along_axis: {out_of_range(int(indices[bad]), axis, length)}"
                 )
 
         return fill
@@ -201,14 +147,14 @@ def take_along_axis(
     x = as_tensor(x, what="take_along_axis x")
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
-    return build("take_along", (x, _as_indices(indices)), {"axis": axis}, name)
+    return build("take_along", (x, as_indices(indices)), {"axis": axis}, name)
 
 
 # --- gather_nd ---------------------------------------------------------------------------------
 
 
 @register
-class GatherNd(MovementOp):
+class GatherNd(IndexedMovementOp):
     """tf.gather_nd(params, indices, batch_dims): the last axis of indices holds tuples of q
     indices into params' axes [batch_dims, batch_dims + q); each picks the slice of the rest."""
 
@@ -217,7 +163,7 @@ class GatherNd(MovementOp):
 
     def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
         params, indices = inputs
-        _index_dtype(indices)
+        check_index_dtype(indices)
         b = attrs["batch_dims"]
         if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 0:
             raise ShapeError(f"batch_dims must be a non-negative int, got {b!r}")
@@ -240,18 +186,11 @@ class GatherNd(MovementOp):
         empty = [b + j for j in range(q) if params.shape[b + j] == 0]
         if empty and num_elements(shape):
             raise ShapeError(f"axis {empty[0]} of params is empty: no index can be in range")
-        value = _constant_value(indices)
+        value = constant_value(indices)
         if value is not None:
             for j in range(q):
-                column, length = value[..., j], params.shape[b + j]
-                bad = (column < -length) | (column >= length)
-                if bad.any():
-                    raise ShapeError(_out_of_range(int(column[bad].flat[0]), b + j, length))
+                check_in_range(value[..., j], b + j, params.shape[b + j])
         return shape, params.dtype
-
-    def extra_bytes(self, op: Any) -> int:
-        indices = op.inputs[1]
-        return num_elements(indices.shape) * indices.dtype.itemsize
 
     @staticmethod
     def view(op: Any) -> tuple[tuple[int, ...], tuple[int, ...], int, int, int]:
@@ -291,7 +230,7 @@ class GatherNd(MovementOp):
             )
             if bad >= 0:
                 tuple_, j = divmod(bad, len(sizes))
-                problem = _out_of_range(int(indices[tuple_, j]), b + j, sizes[j])
+                problem = out_of_range(int(indices[tuple_, j]), b + j, sizes[j])
                 raise IndexError(f"gather_nd: {problem}")
 
         return fill
@@ -333,7 +272,7 @@ def gather_nd(
     (2,)
     """
     params = as_tensor(params, what="gather_nd params")
-    return build("gather_nd", (params, _as_indices(indices)), {"batch_dims": batch_dims}, name)
+    return build("gather_nd", (params, as_indices(indices)), {"batch_dims": batch_dims}, name)
 
 
 # --- broadcast_to ------------------------------------------------------------------------------
@@ -347,15 +286,10 @@ class BroadcastTo(StridedCopy):
     default_name = "BroadcastTo"
 
     def infer(self, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Shape, np.dtype]:
-        x, shape = inputs[0], attrs["shape"]
-        if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-            shape = (shape,)
-        if isinstance(shape, (Tensor, str, bytes)) or not isinstance(shape, (Sequence, np.ndarray)):
-            raise ShapeError(f"shape must be a list of ints, got {shape!r}")
-        shape = tuple(shape)
-        if any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0 for n in shape):
+        x = inputs[0]
+        shape = attrs["shape"] = _ints(attrs["shape"], "shape")
+        if any(n < 0 for n in shape):
             raise ShapeError(f"shape must hold non-negative ints, got {list(shape)!r}")
-        shape = attrs["shape"] = tuple(int(n) for n in shape)
         if len(shape) < x.ndim:
             raise ShapeError(
                 f"cannot broadcast {list(x.shape)} to {list(shape)}: the target has fewer axes"

@@ -159,6 +159,23 @@ def _output_size(size: int, k: int, stride: int, dilation: int, pad: Any, what: 
     return (size + before + after - span) // stride + 1, before, after
 
 
+def _output_hw(
+    hw: tuple[int, int],
+    window: tuple[int, int],
+    strides: tuple[int, int],
+    dilations: tuple[int, int],
+    padding: Any,
+    what: str,
+) -> tuple[int, int, tuple[int, int, int, int]]:
+    """(out height, out width, (top, bottom, left, right) pads) of a window over `hw`;
+    `padding`: "VALID", "SAME" or ((top, bottom), (left, right))."""
+    pad_h = padding if isinstance(padding, str) else padding[0]
+    pad_w = padding if isinstance(padding, str) else padding[1]
+    oh, pt, pb = _output_size(hw[0], window[0], strides[0], dilations[0], pad_h, f"{what} height")
+    ow, pl, pr = _output_size(hw[1], window[1], strides[1], dilations[1], pad_w, f"{what} width")
+    return oh, ow, (pt, pb, pl, pr)
+
+
 def _input(x: Any, what: str = "x") -> None:
     if x.ndim != 4:
         raise ShapeError(f"{what} must be 4-D (a batch of images), got shape {list(x.shape)}")
@@ -263,13 +280,10 @@ class Conv2D(OpDef):
                 f"x {list(x.shape)} ({'NCHW' if nchw else 'NHWC'}) has {c} channels in "
                 f"{groups} group(s): {c // groups} each"
             )
-        pad_h = padding if isinstance(padding, str) else padding[0]
-        pad_w = padding if isinstance(padding, str) else padding[1]
-        oh, pt, pb = _output_size(h, kh, sh, dh, pad_h, "conv2d height")
-        ow, pl, pr = _output_size(w, kw, sw, dw, pad_w, "conv2d width")
+        oh, ow, pads = _output_hw((h, w), (kh, kw), (sh, sw), (dh, dw), padding, "conv2d")
         attrs.update(strides=(sh, sw), dilations=(dh, dw), padding=padding, groups=int(groups))
         attrs["geometry"] = Geometry(
-            n, h, w, c, oh, ow, co, kh, kw, sh, sw, dh, dw, (pt, pb, pl, pr), int(groups), nchw
+            n, h, w, c, oh, ow, co, kh, kw, sh, sw, dh, dw, pads, int(groups), nchw
         )
         return _shape(n, oh, ow, co, nchw), x.dtype
 
@@ -389,19 +403,15 @@ class _Pool(OpDef):
         sh, sw = _pair(attrs["strides"], "strides", nchw)
         padding = _padding(attrs["padding"], nchw)
         n, h, w, c = _spatial(x.shape, nchw)
-        pad_h = padding if isinstance(padding, str) else padding[0]
-        pad_w = padding if isinstance(padding, str) else padding[1]
-        oh, pt, pb = _output_size(h, kh, sh, 1, pad_h, f"{self.type} height")
-        ow, pl, pr = _output_size(w, kw, sw, 1, pad_w, f"{self.type} width")
+        oh, ow, pads = _output_hw((h, w), (kh, kw), (sh, sw), (1, 1), padding, self.type)
+        pt, pb, pl, pr = pads
         if max(pt, pb) >= kh or max(pl, pr) >= kw:  # a window with no input position in it
             raise ShapeError(
-                f"padding {(pt, pb, pl, pr)} (top, bottom, left, right) must be smaller than "
+                f"padding {pads} (top, bottom, left, right) must be smaller than "
                 f"the window {kh}x{kw}"
             )
         attrs.update(ksize=(kh, kw), strides=(sh, sw), padding=padding)
-        attrs["geometry"] = Geometry(
-            n, h, w, c, oh, ow, c, kh, kw, sh, sw, 1, 1, (pt, pb, pl, pr), 1, nchw
-        )
+        attrs["geometry"] = Geometry(n, h, w, c, oh, ow, c, kh, kw, sh, sw, 1, 1, pads, 1, nchw)
         return _shape(n, oh, ow, c, nchw), x.dtype
 
     def cost(self, op: Any) -> Cost:

@@ -184,7 +184,7 @@ def squeeze(x: object, axis: int | Sequence[int] | None = None, name: str | None
 # --- strided copies ---------------------------------------------------------------------------
 
 
-def _c_strides(shape: Shape) -> list[int]:
+def c_strides(shape: Shape) -> list[int]:
     """Element strides of a C-contiguous array of `shape`."""
     strides, step = [], 1
     for size in reversed(shape):
@@ -193,24 +193,25 @@ def _c_strides(shape: Shape) -> list[int]:
     return strides[::-1]
 
 
-def _fewest_axes(
-    base: int, dims: Sequence[int], strides: Sequence[int]
-) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
-    """The same copy over the fewest axes: axes of size 1 dropped, an axis merged into the one
-    before it where that one steps over it exactly (a run of whole rows is one axis)."""
+def fewest_axes(dims: Sequence[int], *strides: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+    """(dims, *strides) of the same walk over the fewest axes: axes of size 1 dropped, an axis
+    merged into the one before it where, for every array, that one steps over it exactly (a
+    run of whole rows is one axis)."""
+    none = tuple((0,) for _ in strides)
     if 0 in dims:
-        return 0, (0,), (1,)
+        return ((0,), *none)
     merged: list[list[int]] = []
-    for size, stride in zip(dims, strides):
+    for a, size in enumerate(dims):
         if size == 1:
             continue
-        if merged and merged[-1][1] == size * stride:
-            merged[-1] = [merged[-1][0] * size, stride]
+        column = [s[a] for s in strides]
+        if merged and all(prev == size * cur for prev, cur in zip(merged[-1][1:], column)):
+            merged[-1] = [merged[-1][0] * size, *column]
         else:
-            merged.append([size, stride])
+            merged.append([size, *column])
     if not merged:
-        return base, (1,), (0,)
-    return base, tuple(m[0] for m in merged), tuple(m[1] for m in merged)
+        return ((1,), *none)
+    return tuple(tuple(m[k] for m in merged) for k in range(len(strides) + 1))
 
 
 class StridedCopy(MovementOp):
@@ -221,7 +222,9 @@ class StridedCopy(MovementOp):
         raise NotImplementedError
 
     def layout(self, op: Any) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
-        return _fewest_axes(*self.walk(op))
+        base, dims, strides = self.walk(op)
+        dims, strides = fewest_axes(dims, strides)
+        return (0 if dims == (0,) else base), dims, strides  # an empty copy reads nothing
 
     def filler(self, op: Any) -> Fill:
         base, dims, strides = self.layout(op)
@@ -263,7 +266,7 @@ class Transpose(StridedCopy):
         return tuple(x.shape[a] for a in perm), x.dtype
 
     def walk(self, op: Any) -> tuple[int, Sequence[int], Sequence[int]]:
-        strides = _c_strides(op.inputs[0].shape)
+        strides = c_strides(op.inputs[0].shape)
         return 0, op.shape, [strides[a] for a in op.attrs["perm"]]
 
     def reference(self, op: Any, args: Arrays) -> np.ndarray:
@@ -294,7 +297,7 @@ class StridedSlice(StridedCopy):
 
     def walk(self, op: Any) -> tuple[int, Sequence[int], Sequence[int]]:
         attrs = op.attrs
-        strides = _c_strides(op.inputs[0].shape)
+        strides = c_strides(op.inputs[0].shape)
         base = sum(b * s for b, s in zip(attrs["begin"], strides))
         return base, attrs["count"], [step * s for step, s in zip(attrs["step"], strides)]
 

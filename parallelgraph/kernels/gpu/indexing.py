@@ -16,12 +16,7 @@ import numpy as np
 from numba import cuda
 
 from .launch import DeviceArray, Launch, launch_config
-from .shape import _check_flat, _check_same_dtype, _clamped
-
-
-def _check_indices(indices: DeviceArray) -> None:
-    if np.dtype(indices.dtype) not in (np.dtype(np.int32), np.dtype(np.int64)):
-        raise ValueError(f"indices must be int32 or int64, not {indices.dtype}")
+from .shape import _check_flat, _check_indices, _check_same_dtype, _clamped
 
 
 def _ints(values: tuple[int, ...] | list[int]) -> tuple[int, ...]:

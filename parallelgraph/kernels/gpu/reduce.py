@@ -175,18 +175,31 @@ def _pick(current, candidate, is_max, zero):
     return current
 
 
+@cuda.jit(device=True, inline="always")
+def _extent(j, kept_shape, kept_strides, reduced_shape):
+    """(offset of the first element, number of elements) that output j reduces."""
+    base = _offset(j, kept_shape, kept_strides)
+    length = 1
+    for size in reduced_shape:
+        length *= size
+    return base, length
+
+
+@cuda.jit(device=True, inline="always")
+def _extent_sum(x, base, length, reduced_shape, reduced_strides, total):
+    """`total` plus the extent's elements in row-major order (its type: the accumulator's)."""
+    for r in range(length):
+        total += x[base + _offset(r, reduced_shape, reduced_strides)]
+    return total
+
+
 @cuda.jit(cache=True)
 def _axes_sum_kernel(x, out, kept_shape, kept_strides, reduced_shape, reduced_strides, mean):
     """One thread per out[j]: the float64 sum (mean) of its elements, in row-major order."""
     j = cuda.grid(1)
     if j < out.size:
-        base = _offset(j, kept_shape, kept_strides)
-        length = 1
-        for size in reduced_shape:
-            length *= size
-        total = 0.0
-        for r in range(length):
-            total += x[base + _offset(r, reduced_shape, reduced_strides)]
+        base, length = _extent(j, kept_shape, kept_strides, reduced_shape)
+        total = _extent_sum(x, base, length, reduced_shape, reduced_strides, 0.0)
         out[j] = _finish_sum(total, length, mean)
 
 
@@ -195,14 +208,8 @@ def _axes_int_sum_kernel(x, out, kept_shape, kept_strides, reduced_shape, reduce
     """One thread per out[j]: the int64 sum of its elements (wrapping), cast to out's dtype."""
     j = cuda.grid(1)
     if j < out.size:
-        base = _offset(j, kept_shape, kept_strides)
-        length = 1
-        for size in reduced_shape:
-            length *= size
-        total = 0
-        for r in range(length):
-            total += x[base + _offset(r, reduced_shape, reduced_strides)]
-        out[j] = total
+        base, length = _extent(j, kept_shape, kept_strides, reduced_shape)
+        out[j] = _extent_sum(x, base, length, reduced_shape, reduced_strides, 0)
 
 
 @cuda.jit(cache=True)
@@ -210,10 +217,7 @@ def _axes_extreme_kernel(x, out, kept_shape, kept_strides, reduced_shape, reduce
     """One thread per out[j]: the max (min) of its elements (at least one), in row-major order."""
     j = cuda.grid(1)
     if j < out.size:
-        base = _offset(j, kept_shape, kept_strides)
-        length = 1
-        for size in reduced_shape:
-            length *= size
+        base, length = _extent(j, kept_shape, kept_strides, reduced_shape)
         best, zero = x[base], x.dtype.type(0)
         for r in range(1, length):
             best = _pick(best, x[base + _offset(r, reduced_shape, reduced_strides)], is_max, zero)

@@ -36,6 +36,11 @@ def _check_same_dtype(*arrays: DeviceArray) -> None:
         raise ValueError(f"expected one dtype, got {sorted(d.name for d in dtypes)}")
 
 
+def _check_indices(indices: DeviceArray, what: str = "indices") -> None:
+    if np.dtype(indices.dtype) not in (np.dtype(np.int32), np.dtype(np.int64)):
+        raise ValueError(f"{what} must be int32 or int64, not {indices.dtype}")
+
+
 @cuda.jit(cache=True)
 def _strided_copy_kernel(x, out, base, dims, strides):
     j = cuda.grid(1)
@@ -132,8 +137,7 @@ def gather_launches(
     clamped into the axis (the module docstring says why). All three arrays flat."""
     _check_flat(params, indices, out)
     _check_same_dtype(params, out)
-    if np.dtype(indices.dtype) not in (np.dtype(np.int32), np.dtype(np.int64)):
-        raise ValueError(f"gather indices must be int32 or int64, not {indices.dtype}")
+    _check_indices(indices, "gather indices")
     if out.shape[0] == 0:
         return []
     rows = out.shape[0] // (indices.shape[0] * inner)
