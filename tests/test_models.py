@@ -17,7 +17,7 @@ from parallelgraph.models import ARCHITECTURES
 
 def values_of(preset):
     """Every variable's and random input's value, by op name, and the output (sequential)."""
-    named = [op for op in preset.graph.ops if op.type in ("variable", "random_normal")]
+    named = [op for op in preset.graph.ops if op.type in ("variable", "random_normal", "constant")]
     with pg.Session(preset.graph, pg.Config(executor="sequential")) as session:
         results = session.run([op.output for op in named] + [preset.fetch])
     return {op.name: np.asarray(v, np.float64) for op, v in zip(named, results)}, results[-1]
