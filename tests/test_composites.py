@@ -132,11 +132,12 @@ def test_batch_norm_matches_numpy(shape, axis, dtype):
 
 
 def test_composites_read_as_one_scope_each():
+    """Over axes other than the last alone (which build one row op: tests/test_rowwise.py)."""
     with pg.Graph().as_default() as graph, pg.scope("layer1"):
         x = pg.constant(np.ones((2, 3), np.float32))
-        first, second = pg.softmax(x), pg.softmax(x)
-        named = pg.log_softmax(x, name="scores")
-        normed = pg.layer_norm(x, np.ones(3), np.zeros(3))
+        first, second = pg.softmax(x, axis=0), pg.softmax(x, axis=0)
+        named = pg.log_softmax(x, axis=0, name="scores")
+        normed = pg.layer_norm(x, np.ones(2), np.zeros(2), axis=0)
         batch = pg.batch_norm(x, np.zeros(3), np.ones(3))
     names = [op.name for op in graph.ops if op.type != "constant"]
     assert names[:5] == [

@@ -43,11 +43,16 @@ def rows() -> list[list[str]]:
             continue
         kind = "elementwise (table)" if op_type in TABLE else type(definition).__module__
         kind = kind.replace("parallelgraph.ops.", "")
+        if kind == "rowwise":
+            kind = "rowwise: one row kernel (the last axis; other axes: a composite)"
         gpu = type(definition).gpu_launches is not OpDef.gpu_launches
         builder = BUILDERS.get(op_type, op_type)
         out.append([op_type, builder, kind, "yes" if gpu else "no", _fuses(op_type)])
     for name in composites.__all__:
-        out.append([name, name, "composite of primitives", "its parts", "its elementwise parts"])
+        if name not in REGISTRY:  # a row op of its name is listed above
+            out.append(
+                [name, name, "composite of primitives", "its parts", "its elementwise parts"]
+            )
     return out
 
 

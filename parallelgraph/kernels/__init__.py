@@ -31,6 +31,7 @@ _SUBMODULES = (
     "program",
     "shape",
     "indexing",
+    "rowwise",
     "gpu",
 )
 

@@ -6,12 +6,23 @@ Elementwise ops are entries of one table (`elementwise`), whose builders are mad
 kind: `math` (add_n, matmul), `reductions` (reduce_sum, reduce_mean, reduce_max, ...),
 `shape_ops` (reshape, transpose, concat, split, slice, gather, top_k, ...), `nn` (conv2d,
 pooling), `composites` (softmax, layer_norm, batch_norm: builders of primitives in a named
-scope), `sources` (constants, placeholders, variables, random_normal). Each module lists its
+scope), `rowwise` (the row ops the softmax and layer_norm builders make along the last axis),
+`sources` (constants, placeholders, variables, random_normal). Each module lists its
 builders in `__all__`; this package re-exports them, and the package re-exports exactly those
 as `pg.<name>` (`from .ops import *`).
 """
 
-from . import composites, elementwise_op, indexing, math, nn, reductions, shape_ops, sources
+from . import (
+    composites,
+    elementwise_op,
+    indexing,
+    math,
+    nn,
+    reductions,
+    rowwise,
+    shape_ops,
+    sources,
+)
 from .composites import *  # noqa: F403
 from .elementwise_op import *  # noqa: F403
 from .indexing import *  # noqa: F403
@@ -36,6 +47,7 @@ __all__ = sorted(
         *math.__all__,
         *nn.__all__,
         *reductions.__all__,
+        *rowwise.__all__,
         *shape_ops.__all__,
         *sources.__all__,
     ]
