@@ -51,12 +51,12 @@ def test_partial_overlap():
 def test_run_trace_has_op_and_shard_events(many_shards):
     g = pg.Graph("traced")
     with g.as_default(), pg.scope("net1"):
-        y = pg.tanh(pg.random_normal((64, 16), seed=1))
+        y = pg.tanh(pg.random_normal((256, 256), seed=1))  # 16 rows of 4,096 to the kernels
     with pg.Session(g, pg.Config(inter_op_threads=1, intra_op_threads=2)) as sess:
         _, trace = sess.run(y, trace=True)
     ops = trace.ops()
     assert [e.name for e in ops] == ["net1/RandomNormal", "net1/Tanh"]
-    assert ops[1].inputs == ("net1/RandomNormal",) and ops[0].flops == 40 * 64 * 16
+    assert ops[1].inputs == ("net1/RandomNormal",) and ops[0].flops == 40 * 256 * 256
     shards = [e for e in trace.events if e.kind == "shard" and e.name == "net1/Tanh"]
     # Elementwise ops keep one call per shard (ElementwiseOp.merges_rows), each its own event.
     assert len(shards) == plan_module.MAX_SHARDS and all(e.shards == 1 for e in shards)
