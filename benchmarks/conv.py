@@ -21,6 +21,12 @@ The last column is pg blas's speed as a fraction of torch's (the issue's target:
 thread), and "x2" columns give each engine's speed-up from 1 to 2 threads. The machine's CPU
 and its SIMD flags are printed first: PyTorch's oneDNN uses AVX-512 (and AMX for bf16 only)
 where the CPU has it.
+
+A second table (``--layouts`` alone) compares the data formats on the shapes of small ONNX
+image models (batch 16, 32x32x32; ONNX is NCHW): milliseconds of one `session.run` at one
+intra-op thread for conv2d, max_pool2d and avg_pool2d in NHWC and NCHW, conv2d with both matmul
+kernels (pools and depthwise convs have none), and, when importable, ONNX Runtime's Conv,
+MaxPool and AveragePool (NCHW) at one thread. All cases of a shape run round-robin.
 """
 
 from __future__ import annotations
@@ -51,6 +57,20 @@ SHAPES = [
     ("mobile 56x56x64 dw 3x3", (8, 56, 56, 64), (3, 3, 64), 1, "SAME", 64),
 ]
 QUICK = {"res 56x56x64 3x3", "res 56x56x64 1x1 ->256", "incep 28x28x32 5x5 ->64"}
+# the layout table: (name, op, (N, H, W, C), (kh, kw, C_out) or pool window, stride, padding,
+# groups)
+LAYOUT_SHAPES = [
+    ("conv 5x5 ->32", "conv2d", (16, 32, 32, 32), (5, 5, 32), 1, "SAME", 1),
+    ("conv 3x3 ->32", "conv2d", (16, 32, 32, 32), (3, 3, 32), 1, "SAME", 1),
+    ("conv 3x3 s2 ->64", "conv2d", (16, 32, 32, 32), (3, 3, 64), 2, "SAME", 1),
+    ("conv 1x1 ->32", "conv2d", (16, 32, 32, 32), (1, 1, 32), 1, "VALID", 1),
+    ("conv 1x1 ->128", "conv2d", (16, 32, 32, 32), (1, 1, 128), 1, "VALID", 1),
+    ("depthwise 3x3", "conv2d", (16, 32, 32, 32), (3, 3, 32), 1, "SAME", 32),
+    ("depthwise 3x3 s2", "conv2d", (16, 32, 32, 32), (3, 3, 32), 2, "SAME", 32),
+    ("max_pool 3x3 s1", "max_pool2d", (16, 32, 32, 32), (3, 3), 1, "SAME", 1),
+    ("max_pool 3x3 s2", "max_pool2d", (16, 32, 32, 32), (3, 3), 2, "SAME", 1),
+    ("avg_pool 3x3 s1", "avg_pool2d", (16, 32, 32, 32), (3, 3), 1, "SAME", 1),
+]
 
 
 def cpu_description() -> str:
@@ -126,15 +146,120 @@ def torch_case(torch, x, filters, stride, padding, groups):
     return run
 
 
+# -- NCHW against NHWC ------------------------------------------------------------------------
+def same_pads(size: int, k: int, stride: int) -> tuple[int, int]:
+    """TensorFlow's SAME padding (before, after) along one axis."""
+    total = max((-(-size // stride) - 1) * stride + k - size, 0)
+    return total // 2, total - total // 2
+
+
+def layout_case(op, x_nhwc, window, stride, padding, groups, nchw, kernel, threads):
+    """A session running `op` on x (fed in the layout), one thread; returns (session, run)."""
+    x = np.ascontiguousarray(x_nhwc.transpose(0, 3, 1, 2)) if nchw else x_nhwc
+    fmt = "NCHW" if nchw else "NHWC"
+    graph = pg.Graph("layout")
+    with graph.as_default():
+        feed = pg.placeholder(x.shape, "float32")
+        if op == "conv2d":
+            kh, kw, co = window
+            rng = np.random.default_rng(1)
+            cig = x_nhwc.shape[3] // groups
+            filters = rng.standard_normal((kh, kw, cig, co)).astype(np.float32)
+            y = pg.conv2d(feed, filters, stride, padding, groups=groups, data_format=fmt)
+        else:
+            pool = pg.max_pool2d if op == "max_pool2d" else pg.avg_pool2d
+            y = pool(feed, window, stride, padding, data_format=fmt)
+    config = pg.Config(inter_op_threads=1, intra_op_threads=threads, matmul_kernel=kernel)
+    session = pg.Session(graph, config)
+    session.run(y, {feed: x})
+    return session, lambda: session.run(y, {feed: x})
+
+
+def ort_layout_case(op, x_nhwc, window, stride, padding, groups, threads):
+    """ONNX Runtime running the same op on NCHW x, or None without onnx/onnxruntime."""
+    try:
+        import onnxruntime as ort
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError:
+        return None
+    x = np.ascontiguousarray(x_nhwc.transpose(0, 3, 1, 2))
+    kh, kw = window[:2]
+    h, w = x.shape[2:]
+    (pt, pb), (pl, pr) = (
+        (same_pads(h, kh, stride), same_pads(w, kw, stride)) if padding == "SAME" else ((0, 0),) * 2
+    )
+    attrs = dict(kernel_shape=[kh, kw], strides=[stride] * 2, pads=[pt, pl, pb, pr])
+    inits, inputs = [], ["x"]
+    if op == "conv2d":
+        rng = np.random.default_rng(1)
+        cig = x.shape[1] // groups
+        weights = rng.standard_normal((window[2], cig, kh, kw)).astype(np.float32)
+        inits.append(numpy_helper.from_array(weights, "w"))
+        inputs.append("w")
+        node = helper.make_node("Conv", inputs, ["y"], group=groups, **attrs)
+    elif op == "max_pool2d":
+        node = helper.make_node("MaxPool", inputs, ["y"], **attrs)
+    else:  # the mean over the input positions only, as pg.avg_pool2d
+        node = helper.make_node("AveragePool", inputs, ["y"], count_include_pad=0, **attrs)
+    graph = helper.make_graph(
+        [node], "layout", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits,
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    session = ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    return lambda: session.run(None, {"x": x})
+
+
+def layout_table(repeats: int, threads: int) -> None:
+    print(f"\nNHWC and NCHW, ms of one run at {threads} intra-op thread(s); median of {repeats}:")
+    rng = np.random.default_rng(0)
+    rows = []
+    for name, op, x_shape, window, stride, padding, groups in LAYOUT_SHAPES:
+        x = rng.standard_normal(x_shape).astype(np.float32)
+        cases, sessions = {}, []
+        for nchw in (False, True):
+            # pools and depthwise convs have one kernel (no matmul)
+            for kernel in ("blas", "numba") if op == "conv2d" and groups == 1 else ("blas",):
+                key = f"{'NCHW' if nchw else 'NHWC'} {kernel}"
+                session, cases[key] = layout_case(
+                    op, x, window, stride, padding, groups, nchw, kernel, threads
+                )
+                sessions.append(session)
+        ort_run = ort_layout_case(op, x, window, stride, padding, groups, threads)
+        if ort_run is not None:
+            cases["ort"] = ort_run
+        times = interleaved(cases, repeats)
+        for session in sessions:
+            session.close()
+        ms = {key: 1e3 * median(values) for key, values in times.items()}
+        columns = ["NHWC blas", "NHWC numba", "NCHW blas", "NCHW numba", "ort"]
+        row = [name] + [f"{ms[c]:.2f}" if c in ms else "-" for c in columns]
+        row.append(f"{ms['NCHW blas'] / ms['NHWC blas']:.2f}")
+        rows.append(row)
+        print(f"  {name}: done", file=sys.stderr)
+    header = ["op (N=16, 32x32x32)", "NHWC blas", "NHWC numba", "NCHW blas", "NCHW numba"]
+    print(table([*header, "ort (NCHW)", "NCHW/NHWC blas"], rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="three shapes, 3 repeats")
+    parser.add_argument("--layouts", action="store_true", help="only the NHWC/NCHW table")
+    parser.add_argument("--threads", type=int, default=1, help="of the NHWC/NCHW table")
     args = parser.parse_args()
     repeats = 3 if args.quick else args.repeats
     torch = torch_module()
     print(f"CPU: {cpu_description()}")
     print(f"BLAS: {blas_description()}")
+    if args.layouts:
+        layout_table(max(repeats, 5) * 3, args.threads)
+        return
     print(f"torch: {torch.__version__ if torch else 'torch not installed'}")
     print(f"float32, NHWC for parallelgraph and NumPy, NCHW for torch; median of {repeats}")
     rng = np.random.default_rng(0)
@@ -181,6 +306,7 @@ def main() -> None:
     header = ["shape (N=8)", "pg blas 1", "2", "pg numba 1", "2", "numpy 1", "2", "torch 1", "2"]
     print("GFLOP/s by engine and threads (1, 2):")
     print(table([*header, "pg blas x2", "pg blas/torch 1 / 2"], rows))
+    layout_table(max(repeats, 5) * 3, args.threads)
 
 
 if __name__ == "__main__":

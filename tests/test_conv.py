@@ -94,6 +94,15 @@ CONV_CASES = [
     conv_case(1, 13, 11, 16, 3, 3, 6, groups=2, padding=((0, 2), (1, 1)), nchw=True),
     conv_case(1, 4, 4, 16, 3, 3, 16, groups=16, dilations=2, padding="SAME"),
     conv_case(2, 3, 3, 5, 4, 4, 3, padding="SAME"),  # window bigger than the input
+    # NCHW: flat runs with column masks (stride 1, SAME), phases (strides above 1, SAME, even
+    # and odd widths), row by row (VALID), a pointwise conv and a depthwise one with phases
+    conv_case(2, 7, 6, 3, 5, 5, 4, padding="SAME", nchw=True),
+    conv_case(1, 6, 7, 2, 3, 3, 3, dilations=(2, 1), padding="SAME", nchw=True),
+    conv_case(2, 8, 10, 3, 3, 3, 4, strides=2, padding="SAME", nchw=True),
+    conv_case(1, 9, 11, 2, 3, 2, 3, strides=(3, 2), padding="SAME", nchw=True),
+    conv_case(2, 7, 8, 3, 3, 3, 2, strides=(1, 2), padding="VALID", nchw=True),
+    conv_case(2, 4, 5, 12, 1, 1, 7, nchw=True),
+    conv_case(2, 8, 9, 4, 3, 3, 4, groups=4, strides=2, padding="SAME", nchw=True),
 ]
 
 
@@ -186,14 +195,22 @@ def test_conv2d_matches_the_float64_reference(dtype, kernel):
         close(opdef("conv2d").reference(y.op, [x, filters]), expected, dtype)
 
 
-def test_conv2d_batch_zero_and_zero_channels():
-    for shape, filters in [((0, 5, 5, 2), (3, 3, 2, 4)), ((2, 5, 5, 0), (3, 3, 0, 3))]:
-        graph = pg.Graph()
-        with graph.as_default():
-            y = pg.conv2d(np.ones(shape), np.ones(filters), padding="SAME")
-        value = run(graph, y)
-        assert value.shape == y.shape
-        np.testing.assert_array_equal(value, np.zeros(y.shape))
+@pytest.mark.parametrize("kernel", ["blas", "numba"])
+def test_conv2d_batch_zero_and_zero_channels(kernel):
+    cases = [
+        ((0, 5, 5, 2), (3, 3, 2, 4)),
+        ((2, 5, 5, 0), (3, 3, 0, 3)),
+        ((2, 5, 5, 0), (1, 1, 0, 3)),
+    ]
+    config = pg.Config(executor="sequential", matmul_kernel=kernel)
+    for (n, h, w, c), filters in cases:
+        for fmt, shape in (("NHWC", (n, h, w, c)), ("NCHW", (n, c, h, w))):
+            graph = pg.Graph()
+            with graph.as_default():
+                y = pg.conv2d(np.ones(shape), np.ones(filters), padding="SAME", data_format=fmt)
+            value = run(graph, y, config)
+            assert value.shape == y.shape
+            np.testing.assert_array_equal(value, np.zeros(y.shape))
 
 
 def test_conv2d_accepts_tensorflow_four_element_forms():
@@ -300,6 +317,9 @@ BITS_CASES = [
     conv_case(2, 7, 9, 16, 3, 3, 8, groups=2, dilations=2, padding="SAME"),
     conv_case(2, 7, 9, 8, 3, 3, 8, groups=8, padding="SAME"),
     conv_case(3, 6, 7, 24, 1, 1, 40),
+    conv_case(2, 7, 9, 8, 3, 3, 8, padding="SAME", nchw=True),
+    conv_case(3, 5, 6, 24, 1, 1, 40, nchw=True),
+    conv_case(2, 7, 9, 8, 3, 3, 8, groups=8, strides=2, padding="SAME", nchw=True),
 ]
 
 
@@ -331,6 +351,112 @@ def test_every_thread_setting_gives_the_same_bits(kernel, many_shards, small_blo
             with pg.Session(graph, config) as session:
                 got = [v.tobytes() for v in session.run(outputs)]
             assert got == want, (case, inter, intra)
+
+
+@pytest.mark.parametrize("kernel", ["blas", "numba"])
+def test_nchw_blocks_of_whole_images_give_the_same_bits(kernel, many_shards, monkeypatch):
+    """Blocks of 2 whole images (one matmul for both, then a plane each), 3 blocks to shard."""
+    monkeypatch.setattr(nn, "BLOCK_PIXELS", 2 * 5 * 6)
+    monkeypatch.setattr(nn, "POINTWISE_PIXELS", 2 * 5 * 6)
+    for case in [
+        conv_case(5, 5, 6, 8, 3, 3, 8, padding="SAME", nchw=True),
+        conv_case(5, 5, 6, 8, 1, 1, 8, nchw=True),
+    ]:
+        x, filters = conv_inputs(case, "float32")
+        graph, y = build_conv(case, x, filters)
+        assert nn.nchw_blocks(y.op.attrs["geometry"], 4) == (2, 5, 1)
+        want = None
+        for inter, intra in [(1, 1), *THREADS]:
+            config = pg.Config(inter_op_threads=inter, intra_op_threads=intra, matmul_kernel=kernel)
+            with pg.Session(graph, config) as session:
+                assert len(session.plan_for([y]).steps[0].shards) > 1
+                got = session.run(y)
+            want = got.tobytes() if want is None else want
+            assert got.tobytes() == want, (case, inter, intra)
+        close(got, conv_expected(case, x, filters), "float32")
+
+
+def test_nchw_blocks_are_whole_images_or_runs_of_one_image(monkeypatch):
+    conv = opdef("conv2d")
+    for pixels, (oh, ow), want in [
+        (384, (56, 56), (1, 7, 8)),  # 7 rows of 56
+        (384, (7, 7), (7, 7, 1)),  # 7 whole 7x7 images
+        (384, (32, 32), (1, 12, 3)),  # 12, 12 and 8 rows
+        (1, (5, 4), (1, 1, 5)),
+    ]:
+        monkeypatch.setattr(nn, "BLOCK_PIXELS", pixels)
+        x = pg.placeholder((10, 4, oh, ow), "float32")
+        y = pg.conv2d(x, np.zeros((3, 3, 4, 8), np.float32), padding="SAME", data_format="NCHW")
+        images, rows, per_image = nn.nchw_blocks(y.op.attrs["geometry"], 4)
+        assert (images, rows, per_image) == want
+        assert conv.rows(y.op) == -(-10 // images) * per_image
+
+
+def test_nchw_pools_and_depthwise_conv_give_the_nhwc_bits():
+    """The NCHW kernels add, compare and multiply each element's window in the NHWC kernels'
+    order: the same bits (NaNs aside: which NaN an addition of two keeps is the compiler's
+    choice), with NaN, inf and -0.0 beside the padding (a flat run reads the neighbouring
+    row there: it must not count)."""
+    rng = np.random.default_rng(3)
+    for (n, h, w, c), k, stride, padding in [
+        ((2, 7, 8, 3), 3, 1, "SAME"),
+        ((2, 8, 9, 2), 3, 2, "SAME"),
+        ((1, 9, 12, 2), (2, 4), (3, 2), "SAME"),
+        ((2, 7, 7, 3), 2, 1, "VALID"),
+    ]:
+        x = rng.standard_normal((n, h, w, c))
+        x[0, :, -1, 0], x[0, 2, 0, 1], x[-1, 0, :, -1] = np.nan, np.inf, -np.inf
+        x[-1, 3, -1, 0], x[0, 1, :, 0] = -0.0, 0.0
+        kh, kw = pair(k)
+        filters = rng.standard_normal((kh, kw, 1, c))
+        filters[0, 0, 0, 0] = np.inf  # beside the padding: skipped, not 0 * inf
+        layouts = {}
+        for fmt in ("NHWC", "NCHW"):
+            data = x if fmt == "NHWC" else np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+            graph = pg.Graph()
+            with graph.as_default():
+                args = dict(padding=padding, data_format=fmt)
+                outputs = [
+                    pg.max_pool2d(data, k, stride, **args),
+                    pg.avg_pool2d(data, k, stride, **args),
+                    pg.conv2d(data, filters, stride, groups=c, **args),
+                ]
+            values = run(graph, outputs)
+            if fmt == "NCHW":
+                values = [v.transpose(0, 2, 3, 1) for v in values]
+            layouts[fmt] = values
+        for a, b in zip(layouts["NHWC"], layouts["NCHW"]):
+            nan = np.isnan(a)
+            assert (nan == np.isnan(b)).all() and nan.any(), (x.shape, k, stride, padding)
+            assert a[~nan].tobytes() == b[~nan].tobytes(), (x.shape, k, stride, padding)
+
+
+def test_nchw_kernels_refuse_ranges_outside_their_arrays():
+    from parallelgraph.kernels import conv as kernels
+
+    x = np.zeros((2, 3, 5, 5), np.float32)
+    for n0, n1, h0, h1, c0, cig in [(1, 3, 0, 5, 0, 3), (0, 1, 2, 6, 0, 3), (0, 1, 0, 5, 1, 3)]:
+        buf = np.zeros((n1 - n0, h1 - h0, 5, cig), np.float32)
+        with pytest.raises(IndexError):
+            kernels.nchw_to_nhwc(x, n0, n1, h0, h1, c0, cig, buf)
+    with pytest.raises(IndexError):  # the buffer has one row too few
+        kernels.nchw_to_nhwc(x, 0, 1, 0, 5, 0, 3, np.zeros((1, 4, 5, 3), np.float32))
+    block = np.zeros((25, 3), np.float32)
+    for n0, n1, c0, oh0, oh1 in [
+        (1, 3, 0, 0, 5),
+        (0, 1, 1, 0, 5),
+        (0, 2, 0, 0, 5),
+        (0, 1, 0, 3, 6),
+    ]:
+        with pytest.raises(IndexError):
+            kernels.scatter_nchw(block, x, n0, n1, c0, oh0, oh1)
+    out = np.zeros((2, 3, 5, 5), np.float32)
+    with pytest.raises(IndexError):
+        kernels.max_pool_rows(x, out, True, (3, 3, 1, 1, 1, 1), 0, 11)
+    with pytest.raises(IndexError):
+        kernels.conv_direct_rows(
+            x, np.zeros((3, 3, 1, 3), np.float32), out, True, (3, 3, 1, 1, 1, 1, 1, 1), 3, 0, 11
+        )
 
 
 def test_default_blocks_depend_on_shapes_only_and_bound_the_patch_memory():

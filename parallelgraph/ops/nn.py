@@ -18,6 +18,16 @@ Whole image rows (not pixels) make the blocks: a block is a run of contiguous ou
 NHWC, its patch rows never straddle images, and the block's size in bytes stays bounded
 (`BLOCK_BYTES`) however large the batch, so the patch matrix is never N*OH*OW*kh*kw*C_in.
 Pools shard plain image rows (a direct kernel has no blocks).
+
+NCHW (ONNX's layout) blocks never straddle images (`nchw_blocks`): a block is either whole
+images or a run of `block_rows` rows of one image, so that its output is a (C_out, pixels)
+slice of each image's planes. A 1x1 convolution without stride or padding multiplies the
+(C_out, C_in) filter matrix by x's own (C_in, pixels) slice: out's slice, no copy at all
+(BLAS writes it in place, a strided view; the Numba matmul, which wants a contiguous output,
+writes whole images in place and a run of rows through a buffer). Any other takes the NHWC
+way on a copy: the input rows the block reads, transposed to NHWC (`kernels.conv.
+nchw_to_nhwc`), then im2col and the same matmul as NHWC (the same shapes: the block's pixels
+are as many), and the product's columns written back as planes (`scatter_nchw`).
 """
 
 from __future__ import annotations
@@ -219,12 +229,22 @@ def block_rows(g: Geometry, itemsize: int) -> int:
     return max(1, min(BLOCK_BYTES // row_bytes, -(-BLOCK_PIXELS // width)))
 
 
+def nchw_blocks(g: Geometry, itemsize: int) -> tuple[int, int, int]:
+    """(images a block, image rows a block, blocks an image) of an NCHW im2col or pointwise
+    conv (module docstring): whole images when `block_rows` holds one, else runs of
+    `block_rows` rows of one image (the last one of each image shorter)."""
+    rows, oh = block_rows(g, itemsize), max(g.oh, 1)
+    if rows >= oh:
+        return rows // oh, oh, 1
+    return 1, rows, -(-oh // rows)
+
+
 def _path(g: Geometry) -> str:
-    """ "direct" (grouped, few channels a group), "pointwise" (a 1x1 NHWC conv without stride
-    or padding: x's rows are the patches) or "im2col"."""
+    """ "direct" (grouped, few channels a group), "pointwise" (a 1x1 conv without stride or
+    padding: x's rows (NHWC) or image slices (NCHW) are the patches) or "im2col"."""
     if g.groups > 1 and g.cig < DIRECT_MAX_CHANNELS:
         return "direct"
-    if (g.kh, g.kw, g.sh, g.sw, g.pads, g.groups, g.nchw) == (1, 1, 1, 1, (0,) * 4, 1, False):
+    if (g.kh, g.kw, g.sh, g.sw, g.pads, g.groups) == (1, 1, 1, 1, (0,) * 4, 1):
         return "pointwise"
     return "im2col"
 
@@ -237,9 +257,10 @@ def _numba_matmul(config: Any) -> bool:
 class ConvWork(NamedTuple):
     kernel: Any
     x: np.ndarray
-    filters: np.ndarray  # HWIO (direct), or (groups, kh*kw*cig, cog) matrices
+    filters: np.ndarray  # HWIO (direct), (groups, kh*kw*cig, cog), (1, C_out, C_in) (NCHW 1x1)
     out: np.ndarray
-    block: int
+    block: int  # image rows a block (NHWC and direct)
+    nchw_blocks: tuple[int, int, int]  # `nchw_blocks` (NCHW im2col and pointwise)
 
 
 @register
@@ -299,6 +320,9 @@ class Conv2D(OpDef):
     def rows(self, op: Any) -> int:
         """Blocks of image rows (module docstring)."""
         g = _geometry(op)
+        if g.nchw and _path(g) != "direct":
+            images, _, per_image = nchw_blocks(g, op.dtype.itemsize)
+            return -(-g.n // images) * per_image if g.oh else 0
         return -(-g.n * g.oh // block_rows(g, op.dtype.itemsize))
 
     def calls_blas(self, op: Any, config: Any) -> bool:
@@ -313,21 +337,30 @@ class Conv2D(OpDef):
         x, filters = np.ascontiguousarray(args[0]), args[1]
         if _path(g) == "direct":
             kernel, matrices = None, np.ascontiguousarray(filters)
-        else:  # (groups, kh*kw*cig, cog): group g's filters as the matmul's right operand
+        else:
             numba = _numba_matmul(config)
             kernel = kernels.matmul.matmul_rows_numba if numba else kernels.matmul.matmul_rows_blas
-            split = filters.reshape(g.kh, g.kw, g.cig, g.groups, g.cog).transpose(3, 0, 1, 2, 4)
-            matrices = np.ascontiguousarray(split).reshape(g.groups, -1, g.cog)
+            if g.nchw and _path(g) == "pointwise":  # (1, C_out, C_in): the left operand
+                matrices = np.ascontiguousarray(filters.reshape(g.c, g.co).T)[None]
+            else:  # (groups, kh*kw*cig, cog): group g's filters as the right operand
+                split = filters.reshape(g.kh, g.kw, g.cig, g.groups, g.cog)
+                split = split.transpose(3, 0, 1, 2, 4)
+                matrices = np.ascontiguousarray(split).reshape(g.groups, -1, g.cog)
         out = np.empty(op.shape, op.dtype)
-        return ConvWork(kernel, x, matrices, out, block_rows(g, op.dtype.itemsize))
+        size = op.dtype.itemsize
+        return ConvWork(kernel, x, matrices, out, block_rows(g, size), nchw_blocks(g, size))
 
     def compute(self, op: Any, work: Any, shard: int, row_start: int, row_stop: int) -> None:
         g = _geometry(op)
+        path = _path(g)
+        if g.nchw and path != "direct":
+            if row_start < row_stop and work.out.size:
+                self._compute_nchw(g, work, row_start, row_stop)
+            return
         total = g.n * g.oh
         first, last = row_start * work.block, min(row_stop * work.block, total)
         if first >= last or work.out.size == 0:
             return
-        path = _path(g)
         if path == "direct":
             kernels.conv.conv_direct_rows(
                 work.x, work.filters, work.out, g.nchw, g.taps, g.groups, first, last
@@ -335,10 +368,10 @@ class Conv2D(OpDef):
             return
         kernel, ow, cog = work.kernel, g.ow, g.cog
         pixels = work.block * ow
-        direct_out = g.groups == 1 and not g.nchw  # the product's rows are out's rows
+        direct_out = g.groups == 1  # the product's rows are out's rows
         out2d = work.out.reshape(-1, g.co)
         if path == "pointwise":
-            x2d = work.x.reshape(-1, g.c)
+            x2d = work.x.reshape(g.n * g.h * g.w, g.c)  # (-1 fails with 0 channels)
         else:
             patches = np.empty((pixels, work.filters.shape[1]), op.dtype)
         product = None if direct_out else np.empty((pixels, cog), op.dtype)
@@ -359,6 +392,59 @@ class Conv2D(OpDef):
                     kernels.conv.scatter_rows(
                         target, work.out, g.nchw, group * cog, g.oh, ow, start, stop
                     )
+
+    @staticmethod
+    def _compute_nchw(g: Geometry, work: Any, block_start: int, block_stop: int) -> None:
+        """NCHW blocks [block_start, block_stop) (module docstring)."""
+        if _path(g) == "pointwise":
+            Conv2D._pointwise_nchw(g, work, block_start, block_stop)
+            return
+        images, rows, per_image = work.nchw_blocks
+        dtype, ow = work.out.dtype, g.ow
+        # the most input rows a block reads, and the most pixels it has
+        reach = min(g.h, (min(rows, g.oh) - 1) * g.sh + (g.kh - 1) * g.dh + 1)
+        pixels = images * min(rows, g.oh) * ow
+        scratch = np.empty(images * reach * g.w * g.cig, dtype)
+        patches = np.empty((pixels, work.filters.shape[1]), dtype)
+        product = np.empty((pixels, g.cog), dtype)
+        for block in range(block_start, block_stop):
+            first, piece = divmod(block, per_image)
+            n0, n1 = first * images, min((first + 1) * images, g.n)
+            oh0, oh1 = piece * rows, min((piece + 1) * rows, g.oh)
+            h0 = max(0, oh0 * g.sh - g.pads[0])  # the input rows the block reads
+            h1 = max(h0, min(g.h, (oh1 - 1) * g.sh - g.pads[0] + (g.kh - 1) * g.dh + 1))
+            m = (n1 - n0) * (oh1 - oh0) * ow
+            shape = (n1 - n0, h1 - h0, g.w, g.cig)
+            x = scratch[: num_elements(shape)].reshape(shape)
+            # row 0 of x is input row h0: the padding above shrinks by as much
+            taps = (*g.taps[:6], g.pads[0] + h0 - oh0 * g.sh, g.pads[2])
+            for group in range(g.groups):
+                kernels.conv.nchw_to_nhwc(work.x, n0, n1, h0, h1, group * g.cig, g.cig, x)
+                kernels.conv.im2col_rows(
+                    x, False, taps, oh1 - oh0, ow, 0, g.cig, patches[:m], 0, shape[0] * (oh1 - oh0)
+                )
+                work.kernel(patches[:m], work.filters[group], product[:m], 0, m)
+                kernels.conv.scatter_nchw(product[:m], work.out, n0, n1, group * g.cog, oh0, oh1)
+
+    @staticmethod
+    def _pointwise_nchw(g: Geometry, work: Any, block_start: int, block_stop: int) -> None:
+        """out[n][:, pixels] = filters (C_out, C_in) @ x[n][:, pixels], per image of a block."""
+        images, rows, per_image = work.nchw_blocks
+        x3 = work.x.reshape(g.n, g.c, g.h * g.w)  # H * W == OH * OW
+        out3 = work.out.reshape(g.n, g.co, g.oh * g.ow)
+        blas = work.kernel is kernels.matmul.matmul_rows_blas
+        product = None if blas else np.empty(g.co * min(rows, g.oh) * g.ow, work.out.dtype)
+        for block in range(block_start, block_stop):
+            first, piece = divmod(block, per_image)
+            p0, p1 = piece * rows * g.ow, min((piece + 1) * rows, g.oh) * g.ow
+            for n in range(first * images, min((first + 1) * images, g.n)):
+                target = out3[n, :, p0:p1]
+                if blas or target.flags.c_contiguous:
+                    work.kernel(work.filters[0], x3[n, :, p0:p1], target, 0, g.co)
+                else:  # the Numba matmul wants a contiguous output
+                    buffer = product[: g.co * (p1 - p0)].reshape(g.co, p1 - p0)
+                    work.kernel(work.filters[0], x3[n, :, p0:p1], buffer, 0, g.co)
+                    target[...] = buffer
 
     def finish(self, op: Any, work: Any) -> np.ndarray:
         return work.out
