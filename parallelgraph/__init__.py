@@ -14,11 +14,13 @@ Importing this package is cheap: Numba, matplotlib and threadpoolctl load on fir
 
 from .config import Config
 from .errors import GraphError, OpError
+from .experiments.sweeps import sweep  # the real functions: Shift-Tab shows their parameters
 from .graph import Graph, Op, Tensor, device, get_default_graph, reset_default_graph, scope
 from .ops import *  # noqa: F403 - the builders: `ops.__all__`, listed once there
 from .ops import __all__ as _OP_BUILDERS
 from .session import Session, global_variables_initializer
 from .trace import Trace, TraceEvent
+from .trace.replay import simulate
 
 __version__ = "0.1.0"
 
@@ -34,20 +36,6 @@ _LAZY_SUBMODULES = {
     "recorded": "recorded",
     "models": "models",
 }
-
-
-def sweep(*args: object, **kwargs: object) -> object:
-    """Measure a grid of sizes and configs with honest statistics; see `experiments.sweeps`."""
-    from .experiments.sweeps import sweep as run_sweep
-
-    return run_sweep(*args, **kwargs)
-
-
-def simulate(*args: object, **kwargs: object) -> object:
-    """Replay a measured trace under another thread setting; see `parallelgraph.trace.replay`."""
-    from .trace.replay import simulate as replay
-
-    return replay(*args, **kwargs)
 
 
 def dashboard(*source: object, **options: object) -> object:
