@@ -2,8 +2,8 @@
 the stated ulp bound on a dense sweep, the special values, and the same bits however the rows
 are split, laid out or threaded.
 
-The accuracy proof for float32 tanh is exhaustive (every one of the 2**32 inputs) and takes
-minutes, so it runs only with PG_EXHAUSTIVE=1; the sweep here samples every exponent densely.
+The accuracy proofs for float32 (every one of the 2**32 inputs) take minutes, so they run only
+with PG_EXHAUSTIVE=1; the sweep here samples every exponent densely.
 """
 
 from __future__ import annotations
@@ -33,10 +33,11 @@ def ulp_error(value: np.ndarray, exact: np.ndarray, dtype) -> np.ndarray:
     return np.abs(value.astype(exact.dtype) - exact) / ulp
 
 
-def apply(name: str, x: np.ndarray) -> np.ndarray:
-    """One of vecmath's row kernels (`tanh_rows`, ...) on a 1-D array."""
-    out = np.empty_like(x)
-    getattr(vecmath, f"{name}_rows")(x.reshape(1, -1), out.reshape(1, -1), 0, 1)
+def apply(name: str, *operands: np.ndarray) -> np.ndarray:
+    """One of vecmath's row kernels (`tanh_rows`, ..., `pow_rows`) on 1-D arrays."""
+    out = np.empty_like(operands[0])
+    rows = [x.reshape(1, -1) for x in operands]
+    getattr(vecmath, f"{name}_rows")(*rows, out.reshape(1, -1), 0, 1)
     return out
 
 
@@ -44,38 +45,46 @@ def tanh_of(x: np.ndarray) -> np.ndarray:
     return apply("tanh", x)
 
 
-def exact(name: str, x: np.ndarray) -> np.ndarray:
+def exact(name: str, *operands: np.ndarray) -> np.ndarray:
     """float32: the function in float64 (exact to ~2**-29 float32 ulp); float64: in long
     double."""
-    wide = x.astype(np.float64 if x.dtype == np.float32 else np.longdouble)
-    with np.errstate(over="ignore"):
-        return opdef(name).entry.reference(wide)
+    wide = np.float64 if operands[0].dtype == np.float32 else np.longdouble
+    with np.errstate(all="ignore"):
+        return opdef(name).entry.reference(*(x.astype(wide) for x in operands))
 
 
 def exact_tanh(x: np.ndarray) -> np.ndarray:
     return exact("tanh", x)
 
 
-def sweep(dtype) -> np.ndarray:
+def sweep(dtype, edges=None) -> np.ndarray:
     """Positive finite inputs of every exponent (bit patterns at a fixed stride), and every
-    input around the two places where the kernels switch methods (0.625 and the clamp)."""
+    input around the places where a kernel switches methods (`edges`; by default tanh's 0.625
+    and its clamp)."""
     bits = np.int32 if dtype == np.float32 else np.int64
     infinity = np.array(np.inf, dtype).view(bits)
     strided = np.arange(0, infinity, infinity // 2_000_000, dtype=bits)
-    edges = np.array([0.625, 9.0 if dtype == np.float32 else 19.0], dtype).view(bits)
+    if edges is None:
+        edges = [0.625, 9.0 if dtype == np.float32 else 19.0]
     window = np.arange(-(1 << 17), 1 << 17, dtype=bits)
-    return np.concatenate([strided, edges[0] + window, edges[1] + window]).view(dtype)
+    near = [edge + window for edge in np.array(edges, dtype).view(bits)]
+    return np.concatenate([strided, *near]).view(dtype)
+
+
+#: Where log's reduction turns over (1 + f = sqrt(1/2) and sqrt(2)) and where log is near 0.
+LOG_EDGES = [np.sqrt(0.5), 1.0, np.sqrt(2.0), 2 * np.sqrt(2.0)]
+UNARY = sorted(name for name in vecmath.ULP_BOUNDS if name != "pow")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("name", sorted(vecmath.ULP_BOUNDS))
+@pytest.mark.parametrize("name", UNARY)
 def test_within_the_ulp_bound_on_a_dense_sweep(name, dtype):
     """Every exponent of both signs, where the result is finite: within
     `vecmath.ULP_BOUNDS[name]` (subnormal results in units of the smallest subnormal)."""
     if dtype == np.float64 and not EXTENDED:
         pytest.skip("needs an extended long double for the float64 reference")
-    x = sweep(dtype)
-    for signed in (x, -x):
+    x = sweep(dtype, LOG_EDGES if name == "log" else None)
+    for signed in (x,) if name == "log" else (x, -x):  # log below 0: NaN (special values)
         expected = exact(name, signed)
         finite = np.abs(expected) <= np.finfo(dtype).max
         error = ulp_error(apply(name, signed)[finite], expected[finite], dtype)
@@ -84,8 +93,8 @@ def test_within_the_ulp_bound_on_a_dense_sweep(name, dtype):
 
 
 @pytest.mark.skipif(not os.environ.get("PG_EXHAUSTIVE"), reason="minutes; PG_EXHAUSTIVE=1 runs it")
-@pytest.mark.timeout(3600)  # tanh ~6 minutes on one core of a 2-core VM, exp and sigmoid ~4
-@pytest.mark.parametrize("name", sorted(vecmath.ULP_BOUNDS))
+@pytest.mark.timeout(3600)  # tanh ~6 minutes on one core of a 2-core VM, exp, sigmoid, log ~4
+@pytest.mark.parametrize("name", UNARY)
 def test_float32_exhaustively(name):
     """Every float32 input whose exact result is finite: within the bound. tanh is odd, so
     its negative half is checked to be the positive half's negation, bit for bit."""
@@ -97,8 +106,9 @@ def test_float32_exhaustively(name):
         value = apply(name, x)
         expected = exact(name, x)
         finite = np.isfinite(x) & (np.abs(expected) <= np.finfo(np.float32).max)
-        worst = max(worst, ulp_error(value[finite], expected[finite], np.float32).max())
-        np.testing.assert_array_equal(np.isnan(value), np.isnan(x))
+        error = ulp_error(value[finite], expected[finite], np.float32)
+        worst = max(worst, error.max(initial=0.0))  # log: no finite result below 0
+        np.testing.assert_array_equal(np.isnan(value), np.isnan(expected))
         if name == "tanh":
             assert apply(name, -x).tobytes() == (-value).tobytes()
     assert worst <= vecmath.ULP_BOUNDS[name]["float32"]
@@ -149,6 +159,94 @@ def test_sigmoid_special_values_and_tails(dtype):
     assert np.all((values >= 0.5) & (values <= 1))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_log_special_values(dtype):
+    info = np.finfo(dtype)
+    x = np.array([0.0, -0.0, np.inf, 1.0, info.max, info.smallest_subnormal], dtype)
+    value = apply("log", x)
+    assert value[:4].tobytes() == np.array([-np.inf, -np.inf, np.inf, 0.0], dtype).tobytes()
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(value[4:], np.log(x[4:].astype(np.float64)), rtol=info.eps)
+    # below 0 (-0.0 aside): NaN; a NaN comes out quieted with its sign and payload
+    assert np.isnan(apply("log", np.array([-1.0, -np.inf, -info.smallest_subnormal], dtype))).all()
+    if dtype == np.float32:
+        nans, quiet = np.array([0x7F800001, 0xFF800123], np.uint32), 1 << 22
+    else:
+        nans, quiet = np.array([0x7FF0000000000001, 0xFFF0000000000123], np.uint64), 1 << 51
+    assert (apply("log", nans.view(dtype)).view(nans.dtype) == (nans | quiet)).all()
+    # every subnormal's exponent is taken into account: log(2**-k) = -k ln 2
+    k = np.arange(1, -SMALLEST[dtype] + 1)
+    powers = np.ldexp(np.ones(k.size), -k).astype(dtype)
+    np.testing.assert_allclose(apply("log", powers), -k * np.log(2.0), rtol=2 * info.eps)
+
+
+def c_pow_cases():
+    """(a, b) pairs of C's special cases of pow, and integers with negative bases."""
+    inf, nan = np.inf, np.nan
+    pairs = [(x, 0.0) for x in (nan, inf, -inf, 0.0, -0.0, 2.5, -2.5)]
+    pairs += [(x, -0.0) for x in (nan, -3.0)]
+    pairs += [(1.0, y) for y in (nan, inf, -inf, 7.5, -7.5)]
+    pairs += [(-1.0, inf), (-1.0, -inf), (-1.0, nan), (nan, 1.0), (2.0, nan), (nan, nan)]
+    for zero in (0.0, -0.0):  # +-0 to odd and even integers and non-integers of both signs
+        pairs += [(zero, y) for y in (3.0, -3.0, 2.0, -2.0, 0.5, -0.5, inf, -inf, 1e30)]
+    for big in (inf, -inf):
+        pairs += [(big, y) for y in (3.0, -3.0, 2.0, -2.0, 0.5, -0.5, inf, -inf)]
+    for a in (0.5, -0.5, 2.0, -2.0):
+        pairs += [(a, inf), (a, -inf)]
+    pairs += [(-2.0, y) for y in (0.5, -0.5, 2.5, 1e-3)]  # negative base, non-integer: NaN
+    pairs += [(-2.0, y) for y in (1.0, 3.0, -3.0, 2.0, -2.0, 31.0, 1e30, -1e30)]
+    pairs += [(-1.5, 2.0**23 + 1), (-1.0, 2.0**24 + 2), (-1.0, 2.0**52 + 1), (-1.0, 2.0**53)]
+    return pairs
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pow_special_values_as_c(dtype):
+    """C's (and np.power's) special cases, bit for bit (NaN: wherever NumPy's is)."""
+    a, b = (np.array(column, dtype) for column in zip(*c_pow_cases()))
+    value = apply("pow", a, b)
+    with np.errstate(all="ignore"):
+        expected = np.power(a, b)
+    np.testing.assert_array_equal(np.isnan(value), np.isnan(expected))
+    numbers = ~np.isnan(expected)
+    assert value[numbers].tobytes() == expected[numbers].tobytes()
+
+
+def pow_pairs(dtype, n=400_000, seed=0):
+    """Bases of every exponent (both signs) with exponents b that keep a**b finite and above
+    0, half of them integers (a negative base's sign), and bases near 1 with large b."""
+    rng = np.random.default_rng(seed)
+    bits = np.uint32 if dtype == np.float32 else np.uint64
+    top = np.array(np.finfo(dtype).max, dtype).view(bits)
+    a = rng.integers(1, top, n, dtype=np.uint64).astype(bits).view(dtype)
+    a[: n // 4] = (1 + rng.uniform(-0.01, 0.01, n // 4)).astype(dtype)
+    low, high = (-103.9, 88.7) if dtype == np.float32 else (-745.1, 709.7)
+    with np.errstate(all="ignore"):
+        b = (rng.uniform(low, high, n) / np.log(a.astype(np.float64))).astype(dtype)
+    b[::2] = np.round(b[::2])
+    a[::4] = -a[::4]  # with integer exponents (one with a non-integer is NaN)
+    a[1::8] = -a[1::8]
+    return a, b
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pow_within_the_ulp_bound(dtype):
+    if dtype == np.float64 and not EXTENDED:
+        pytest.skip("needs an extended long double for the float64 reference")
+    a, b = pow_pairs(dtype)
+    value = apply("pow", a, b)
+    expected = exact("pow", a, b)
+    finite = np.isfinite(expected) & (np.abs(expected) <= np.finfo(dtype).max)
+    assert finite.mean() > 0.8
+    error = ulp_error(value[finite], expected[finite], dtype)
+    bound = vecmath.ULP_BOUNDS["pow"][np.dtype(dtype).name]
+    assert error.max() <= bound, (a[finite][np.argmax(error)], b[finite][np.argmax(error)])
+    # negative bases with non-integers: NaN; overflow and underflow as NumPy's
+    with np.errstate(all="ignore"):
+        reference = np.power(a, b)
+    np.testing.assert_array_equal(np.isnan(value), np.isnan(reference))
+    np.testing.assert_array_equal(np.isinf(value[~finite]), np.isinf(reference[~finite]))
+
+
 def mixed_values(shape, dtype, seed=0) -> np.ndarray:
     """Values that take every path of every kernel: both tanh methods, the clamp, tiny ones,
     signed zeros, infinities and NaN."""
@@ -165,6 +263,8 @@ KERNELS = {
     "tanh": (elementwise.tanh_rows, 1),
     "exp": (elementwise.exp_rows, 1),
     "sigmoid": (elementwise.sigmoid_rows, 1),
+    "log": (elementwise.log_rows, 1),
+    "pow": (elementwise.pow_rows, 2),
     "relu": (elementwise.relu_rows, 1),
     "add": (elementwise.add_rows, 2),
     "multiply": (elementwise.multiply_rows, 2),
@@ -244,18 +344,21 @@ def test_the_same_bits_on_every_thread_count(dtype, many_shards):
             assert session.run(y).tobytes() == reference.tobytes()
 
 
-_VECTOR_CHECK = """
+#: The vector kernels, by dtype (float64 pow is libm's, a call per element).
+VECTORIZED = {name: (32, 64) for name in UNARY} | {"pow": (32,)}
+
+_VECTOR_CHECK = f"""
 import re
 import numpy as np
 from parallelgraph.kernels import vecmath
-for name in ("tanh", "exp", "sigmoid"):
+for name, widths in {VECTORIZED!r}.items():
     kernel = getattr(vecmath, name + "_rows")
-    for dtype, bits in ((np.float32, 32), (np.float64, 64)):
-        x = np.ones((2, 3), dtype)
-        kernel(x, x.copy(), 0, 2)
+    for bits in widths:
+        x = np.ones((2, 3), np.float32 if bits == 32 else np.float64)
+        kernel(*[x] * (2 if name == "pow" else 1), x.copy(), 0, 2)
         ir = kernel.inspect_llvm(kernel.signatures[-1])
-        widths = [int(w) for w in re.findall(r"@llvm\\.fma\\.v(\\d+)f" + str(bits), ir)]
-        print(f"{name}-{bits}", max(widths, default=0))
+        lanes = [int(w) for w in re.findall(r"@llvm\\.fma\\.v(\\d+)f(?:32|64)", ir)]
+        print(f"{{name}}-{{bits}}", max(lanes, default=0))
 """
 
 
@@ -267,9 +370,9 @@ def _host_has_fma() -> bool:
 
 @pytest.mark.skipif(not _host_has_fma(), reason="without FMA, fma is a libm call per element")
 def test_vector_math_compiles_to_vector_loops(tmp_path):
-    """tanh, exp and sigmoid: the fmas (and with them the whole body) are done on vectors of at
-    least 4 lanes: LLVM vectorized the loop. In a fresh process with an empty cache: cached
-    code cannot be shown.
+    """tanh, exp, sigmoid, log and float32 pow: the fmas (and with them the whole body) are done
+    on vectors of at least 4 lanes: LLVM vectorized the loop. In a fresh process with an empty
+    cache: cached code cannot be shown.
     (On a CPU without FMA the bits stay the same -- libm's fma rounds once too, checked with
     NUMBA_CPU_NAME=generic -- but the float64 loop is scalar.)"""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
@@ -279,7 +382,7 @@ def test_vector_math_compiles_to_vector_loops(tmp_path):
     assert result.returncode == 0, result.stderr
     lanes = dict(line.split() for line in result.stdout.splitlines())
     assert set(lanes) == {
-        f"{name}-{bits}" for name in KERNELS if name in vecmath.ULP_BOUNDS for bits in (32, 64)
+        f"{name}-{bits}" for name, widths in VECTORIZED.items() for bits in widths
     }
     assert all(int(count) >= 4 for count in lanes.values()), lanes
 

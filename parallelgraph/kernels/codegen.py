@@ -72,7 +72,6 @@ from parallelgraph.kernels.bounds import (
 )
 from parallelgraph.kernels.elementwise import _first_nan, check_operand, pick_row
 from parallelgraph.kernels.program import BINARY_END, COPY, MAX_OPERANDS, NARROW, OUTPUT, TILE
-from parallelgraph.kernels.vecmath import exp_scalar, sigmoid_scalar, tanh_scalar
 '''
 
 UNARY_ROWS = '''
@@ -192,7 +191,8 @@ def cpu_source() -> str:
     """The generated CPU module's source (module docstring)."""
     from . import interpreter, program
 
-    parts = [CPU_HEADER]
+    vectorized = sorted({entry.cpu for entry in TABLE.values() if entry.cpu is not None})
+    parts = [CPU_HEADER, f"from parallelgraph.kernels.vecmath import {', '.join(vectorized)}\n"]
     for entry in TABLE.values():
         parts.append(f"\n# --- {entry.name}: {entry.summary.splitlines()[0]}\n")
         parts.append(_cpu_scalar(entry))

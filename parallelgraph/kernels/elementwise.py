@@ -10,8 +10,9 @@ benchmarks/elementwise.py). (A bias used to come as a `np.broadcast_to` view wit
 an 'A'-layout array whose rows LLVM does not vectorize, 3x the same-shape time at 64x256.)
 
 Binary float arithmetic ends in a NaN select (`NAN_RULE`: which NaN comes out where IEEE 754
-leaves it open). tanh, exp and sigmoid call `kernels.vecmath`'s polynomial scalars, which LLVM
-vectorizes: `np.tanh` inside `@njit` would be a scalar call to libm per element.
+leaves it open). tanh, exp, sigmoid, log and pow call `kernels.vecmath`'s polynomial scalars
+(an entry's `cpu=`), which LLVM vectorizes: `np.tanh` inside `@njit` would be a scalar call to
+libm per element.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from numba import njit
 
 from .bounds import check_rows2
 from .reduce import LANES, _sum_run
-from .vecmath import exp_scalar
+from .vecmath import exp_scalar, log_scalar
 
 __all__ = ["LANES", "layer_norm_rows", "log_softmax_rows", "softmax_rows"]
 
@@ -145,7 +145,7 @@ def log_softmax_rows(x, out, row_start, row_stop, parts, tops):
         for j in range(width):
             dst[j] = exp_scalar(src[j] - top)
         tops[0] = _sum_run(dst, 0, width, parts)  # rounded to the dtype, as reduce_sum's output
-        shift = math.log(tops[0])
+        shift = log_scalar(tops[0])
         for j in range(width):  # x - max again (exact, the same bits), less log(sum)
             dst[j] = (src[j] - top) - shift
 

@@ -1,5 +1,5 @@
-"""Vectorized elementwise math: tanh, exp and sigmoid in float32 and float64 as straight-line
-code LLVM turns into SIMD loops, bit-identical however the rows are split.
+"""Vectorized elementwise math: tanh, exp, sigmoid, log and pow in float32 and float64 as
+straight-line code LLVM turns into SIMD loops, bit-identical however the rows are split.
 
 `np.tanh(row, out)` inside `@njit` compiles to a loop calling libm's `tanhf`/`tanh` once per
 element (~30 ns an element here). These kernels compute tanh from IEEE additions,
@@ -26,6 +26,19 @@ anyway; 2**n is applied as two exact powers of two (`_times_pow2_32`), so result
 subnormal range are rounded once and never flushed. **sigmoid** is built on e = e**-|x| <= 1:
 1 / (1 + e) for x >= 0 and e / (1 + e) below, one division, so neither tail overflows and the
 negative tail keeps e**x's precision down to the subnormals (1 / (1 + e**-x) gives 0 there).
+
+**log**: x = 2**e (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)), straight from the bits (adding
+an offset leaves e + bias in the exponent field and 1 + f's mantissa below it: no frexp, no
+branch; subnormals are scaled by 2**23 or 2**52 first). log(1 + f) by Cephes: float32
+f + f**2 (f P(f) - 1/2), P of degree 8, and e ln 2 added in the same fma; float64
+f - f**2 / 2 + f**3 P(f) / Q(f) (degree 5 over 5, one division) and e ln 2 in two parts. As
+np.log: log(+-0) = -inf, x < 0 the default NaN, log(inf) = inf. **pow** (float32) is
+e**(b log |a|) in float64, from polynomials fitted for it (log to 2**-38, e**r to 2**-34, so
+the float64 result is within 2**-30 float32 ulp) and rounded once; the sign for a negative a
+and an odd integer b, and C's special cases (pow(x, 0) = pow(1, y) = 1 even for NaN; a
+negative a and a non-integer b give NaN; 0 and inf by b's sign), by selects. float64 pow
+stays libm's `pow`, a call per element: a vector one as accurate needs a double-double log
+and exp (as SLEEF's), some hundred operations an element.
 
 Both branches are computed for every element and one is selected: no branch, no libm call.
 Polynomials go by Estrin's scheme (two short chains instead of one long one): the loop is
@@ -69,10 +82,17 @@ from .bounds import check_rows2
 #: the switch) is 1.586 ulp, at 0.62600; 90.9% correctly rounded. glibc's own `np.tanh` reaches
 #: 1.18 ulp on the same kind of sweep.
 #: exp and sigmoid: see benchmarks/RESULTS.md, "exp and sigmoid" (float32 every input).
+#: log float32: every input, the worst 0.908 ulp (at 0.63525), 99.4% correctly rounded;
+#: float64: the worst of 10**8 inputs (every exponent, dense around 1 and the switch at
+#: sqrt(1/2)) 0.844 ulp, 97.5% correctly rounded. pow float32: the worst of 3 * 10**7 pairs
+#: (every exponent of a, b up to the overflow, integers with negative a) 0.503 ulp; float64 is
+#: libm's pow (glibc: under 1 ulp).
 ULP_BOUNDS = {
     "tanh": {"float32": 1.25, "float64": 2.0},
     "exp": {"float32": 1.05, "float64": 2.0},
     "sigmoid": {"float32": 2.5, "float64": 2.5},
+    "log": {"float32": 1.0, "float64": 1.0},
+    "pow": {"float32": 0.6, "float64": 1.0},
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -133,6 +153,35 @@ def _float_bits(typingctx, x):
         return builder.bitcast(args[0], ir.IntType(kind.bitwidth))
 
     return kind(x), codegen
+
+
+@intrinsic
+def _select(typingctx, condition, a, b):
+    """`a if condition else b` as one LLVM select: no branch in Numba's IR either (a conditional
+    expression inlined at several call sites of one kernel, as pow's in the binary row kernel's
+    three loops, trips Numba's SSA checks: NumbaIRAssumptionWarning)."""
+    if not (isinstance(condition, types.Boolean) and a == b):
+        return None
+
+    def codegen(context, builder, signature, args):
+        flag = context.cast(builder, args[0], signature.args[0], types.boolean)
+        return builder.select(flag, args[1], args[2])
+
+    return a(condition, a, b), codegen
+
+
+@intrinsic
+def _shift_right(typingctx, bits, count):
+    """bits >> count, logical (zeros shifted in), in bits' own width: Numba would widen an int32
+    to int64 first, and a vector of int64 shifts is twice the work."""
+    if not (isinstance(bits, types.Integer) and isinstance(count, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        count = context.cast(builder, args[1], signature.args[1], signature.args[0])
+        return builder.lshr(args[0], count)
+
+    return bits(bits, count), codegen
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,6 +380,203 @@ def sigmoid64(x):
 
 
 # ---------------------------------------------------------------------------------------------
+# log
+
+_F_MIN_NORMAL, _F_TWO23 = _F(2.0**-126), _F(2.0**23)
+_F_INF = _F(np.inf)
+_F_NAN_BITS = np.int32(-0x400000)  # 0xffc00000: x86's default NaN, what np.log(-1) gives
+_F_SQRT_HALF_BITS = np.int32(0x3F3504F3)  # sqrt(1/2) rounded down
+_F_LOG_OFFSET = np.int32((128 << 23) - 0x3F3504F3)  # bits + this: exponent + 128 on top
+_F_MANTISSA = np.int32((1 << 23) - 1)
+_F_LN2 = _F(0.6931471805599453)  # ln 2 to 2**-28 relative: e * LN2 in the fma, 0.04 ulp at most
+_F_MINUS_HALF = _F(-0.5)
+# Cephes logf: log(1 + f) = f - f**2 / 2 + f**3 P(f), sqrt(1/2) <= 1 + f < sqrt(2)
+_F_L8, _F_L7, _F_L6, _F_L5, _F_L4, _F_L3, _F_L2, _F_L1, _F_L0 = (
+    _F(7.0376836292e-2),
+    _F(-1.1514610310e-1),
+    _F(1.1676998740e-1),
+    _F(-1.2420140846e-1),
+    _F(1.4249322787e-1),
+    _F(-1.6668057665e-1),
+    _F(2.0000714765e-1),
+    _F(-2.4999993993e-1),
+    _F(3.3333331174e-1),
+)
+
+
+@njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def log32(x):
+    """The natural logarithm of one float32 (see the module docstring)."""
+    tiny = x < _F_MIN_NORMAL  # subnormals scaled up exactly (0 and below: replaced at the end)
+    s = x * _F_TWO23 if tiny else x
+    u = np.int32(_float_bits(s) + _F_LOG_OFFSET)
+    e = _F(_shift_right(u, np.int32(23))) - (_F(151.0) if tiny else _F(128.0))
+    f = _bits_to_float32((u & _F_MANTISSA) + _F_SQRT_HALF_BITS) - _F_ONE  # exact
+    z = f * f
+    p = fma(
+        fma(fma(_F_L8, f, _F_L7), z, fma(_F_L6, f, _F_L5)),
+        z * z,
+        fma(fma(_F_L4, f, _F_L3), z, fma(_F_L2, f, _F_L1)),
+    )
+    q = fma(fma(p, f, _F_L0), f, _F_MINUS_HALF)  # log(1 + f) = f + f**2 q
+    value = fma(e, _F_LN2, fma(z, q, f))
+    value = value if x > _F(0.0) else (-_F_INF if x == _F(0.0) else _bits_to_float32(_F_NAN_BITS))
+    return value if x < _F_INF else x + x  # inf stays inf; NaN stays NaN, quieted
+
+
+_D_MIN_NORMAL, _D_TWO52 = 2.0**-1022, 2.0**52
+_D_INF = np.inf
+_D_NAN_BITS = np.int64(-0x8000000000000)  # 0xfff8000000000000, x86's default NaN
+_D_SQRT_HALF_BITS = np.int64(0x3FE6A09E667F3BCD)
+_D_LOG_OFFSET = np.int64((1024 << 52) - 0x3FE6A09E667F3BCD)
+_D_MANTISSA = np.int64((1 << 52) - 1)
+_D_TWO52_BITS = np.int64(0x4330000000000000)  # 2**52: its bits + k are 2**52 + k
+_D_LOG_HI, _D_LOG_LO = 0.693359375, -2.121944400546905827679e-4  # ln 2 = HI + LO, e * HI exact
+# Cephes log: log(1 + f) = f - f**2 / 2 + f**3 P(f) / Q(f), Q monic
+_D_LP5, _D_LP4, _D_LP3, _D_LP2, _D_LP1, _D_LP0 = (
+    1.01875663804580931796e-4,
+    4.97494994976747001425e-1,
+    4.70579119878881725854e0,
+    1.44989225341610930846e1,
+    1.79368678507819816313e1,
+    7.70838733755885391666e0,
+)
+_D_LQ4, _D_LQ3, _D_LQ2, _D_LQ1, _D_LQ0 = (
+    1.12873587189167450590e1,
+    4.52279145837532221105e1,
+    8.29875266912776603211e1,
+    7.11544750618563894466e1,
+    2.31251620126765340583e1,
+)
+
+
+@njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def _log64_of_normal(s, bias):
+    """log(s) for a positive normal float64 s; `bias` is 1024 (s is x) or 1076 (s is x * 2**52):
+    s = 2**k (1 + f), k + 1024 from the top bits of bits + OFFSET, turned into a float64 as the
+    low bits of 2**52 + k + 1024 (no int64-to-float conversion, which AVX2 lacks)."""
+    u = _float_bits(s) + _D_LOG_OFFSET
+    e = _bits_to_float64(_shift_right(u, np.int64(52)) + _D_TWO52_BITS) - (_D_TWO52 + bias)
+    f = _bits_to_float64((u & _D_MANTISSA) + _D_SQRT_HALF_BITS) - _D_ONE  # exact
+    z = f * f
+    p = fma(fma(fma(_D_LP5, f, _D_LP4), z, fma(_D_LP3, f, _D_LP2)), z, fma(_D_LP1, f, _D_LP0))
+    q = fma(fma(f + _D_LQ4, z, fma(_D_LQ3, f, _D_LQ2)), z, fma(_D_LQ1, f, _D_LQ0))
+    y = fma(e, _D_LOG_LO, (f * z) * p / q)
+    y = fma(-0.5 * f, f, y)
+    return fma(e, _D_LOG_HI, f + y)
+
+
+@njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def log64(x):
+    """`log32` for float64: Cephes' rational form, e * ln 2 in two parts."""
+    tiny = x < _D_MIN_NORMAL
+    value = _log64_of_normal(x * _D_TWO52 if tiny else x, 1076.0 if tiny else 1024.0)
+    value = value if x > 0.0 else (-_D_INF if x == 0.0 else _bits_to_float64(_D_NAN_BITS))
+    return value if x < _D_INF else x + x
+
+
+# ---------------------------------------------------------------------------------------------
+# pow
+
+_F_TWO24 = _F(2.0**24)
+# pow32's own polynomials, fitted for it (minimax relative error, Lawson's algorithm on 40,000
+# Chebyshev points in long double): float32 results need far less than float64's precision.
+# log(1 + f) = f + f**2 Q(f) on [sqrt(1/2) - 1, sqrt(2) - 1]: within 2**-38.4 of log(1 + f)
+_Q0, _Q1, _Q2, _Q3, _Q4, _Q5, _Q6, _Q7, _Q8, _Q9, _Q10, _Q11, _Q12 = (
+    -0.49999999993770233,
+    0.333333334252084,
+    -0.2500000200594674,
+    0.19999987383586623,
+    -0.16666490527377412,
+    0.14286208899708475,
+    -0.1250661013900921,
+    0.11105780118637408,
+    -0.09880587482056266,
+    0.09030014606615075,
+    -0.0931761365363298,
+    0.09174431895576371,
+    -0.0484104097112887,
+)
+# e**r = 1 + r + r**2 E(r) on [-ln(2) / 2, ln(2) / 2]: within 2**-34.2 of e**r
+_E0, _E1, _E2, _E3, _E4, _E5 = (
+    0.5000000067682273,
+    0.1666666586893393,
+    0.04166629494676963,
+    0.008333497074927807,
+    0.0013944659660447372,
+    0.0001979034157505551,
+)
+_D_LN2 = 0.6931471805599453
+_POW32_LOW, _POW32_HIGH = -110.0, 90.0  # e**t rounds to 0 / inf in float32 beyond
+
+
+@njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def _log_for_pow32(a):
+    """log(a) of a positive float32 (subnormals too) as a float64 within 2**-38 of it: `log32`'s
+    reduction on float32 lanes, then f (exact) and e in float64 and a polynomial there."""
+    tiny = a < _F_MIN_NORMAL
+    s = _select(tiny, a * _F_TWO23, a)
+    u = np.int32(_float_bits(s) + _F_LOG_OFFSET)
+    e = _F(_shift_right(u, np.int32(23))) - _select(tiny, _F(151.0), _F(128.0))
+    f = np.float64(_bits_to_float32((u & _F_MANTISSA) + _F_SQRT_HALF_BITS) - _F_ONE)
+    z = f * f
+    z2 = z * z
+    q = fma(
+        fma(_Q12, z2, fma(fma(_Q11, f, _Q10), z, fma(_Q9, f, _Q8))),
+        z2 * z2,
+        fma(
+            fma(fma(_Q7, f, _Q6), z, fma(_Q5, f, _Q4)),
+            z2,
+            fma(fma(_Q3, f, _Q2), z, fma(_Q1, f, _Q0)),
+        ),
+    )
+    return fma(np.float64(e), _D_LN2, fma(z, q, f))
+
+
+@njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def pow32(a, b):
+    """a ** b of two float32 as C's powf: e**(b log |a|) in float64, rounded once to float32
+    (`_log_for_pow32`; e**t = 2**n e**r as `exp64` reduces it, by a polynomial: the result
+    within 2**-30 of a float32 ulp of the rounded one), with the sign for a negative a and an
+    odd integer b, then C's special cases."""
+    t = np.float64(b) * _log_for_pow32(abs(a))  # a = 0 or inf, NaN: replaced below
+    t = _select(t < _POW32_HIGH, _select(t > _POW32_LOW, t, _POW32_LOW), _POW32_HIGH)
+    rounded = fma(t, _D_LOG2E, _D_ROUND)
+    n = rounded - _D_ROUND
+    r = fma(n, -_D_LN2, t)  # n ln 2 exact in the fma; LN2's error 2**-47 in all
+    rr = r * r
+    er = fma(fma(fma(_E5, r, _E4), rr, fma(_E3, r, _E2)), rr, fma(_E1, r, _E0))
+    scale = _bits_to_float64(
+        (_float_bits(rounded) - _D_ROUND_BITS + np.int64(1023)) << np.int64(52)
+    )
+    value = np.float32((fma(rr, er, r) + _D_ONE) * scale)  # 2**n, n in [-159, 130]: normal
+    # 0 and inf (in float32 lanes, half the work of float64 ones): b log 0 = -+inf, b log inf
+    # = +-inf, whose exponentials are inf and 0
+    ab = abs(b)
+    aa = abs(a)
+    big_result = (b < _F(0.0)) == (aa == _F(0.0))
+    value = _select((aa != _F(0.0)) & (aa != _F_INF), value, _select(big_result, _F_INF, _F(0.0)))
+    # b an integer? odd? (|b| < 2**23: b + 2**23 rounds to the integer, its parity in bit 0)
+    big = ab >= _F_TWO23  # an integer, odd only below 2**24
+    v = _select(big, ab, ab + _F_TWO23)
+    integral = big | (v - _F_TWO23 == ab)
+    odd = integral & (ab < _F_TWO24) & ((_float_bits(v) & np.int32(1)) == np.int32(1))
+    value = _select(odd & (_float_bits(a) < np.int32(0)), -value, value)  # -0.0, -inf too
+    negative = (a < _F(0.0)) & (a > -_F_INF)
+    value = _select(negative & (not integral), _bits_to_float32(_F_NAN_BITS), value)
+    value = _select(b != b, b + b, value)
+    value = _select(a != a, a + a, value)  # the first NaN operand, quieted
+    one = (b == _F(0.0)) | (a == _F_ONE) | ((a == -_F_ONE) & (ab == _F_INF))
+    return _select(one, _F_ONE, value)
+
+
+@njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def pow64(a, b):
+    """a ** b of two float64: libm's pow (a call per element)."""
+    return a**b
+
+
+# ---------------------------------------------------------------------------------------------
 # dispatch by dtype, row kernels
 
 
@@ -354,9 +600,30 @@ def _by_dtype(name: str, for_float32, for_float64):
     return scalar
 
 
+def _by_dtypes(name: str, for_float32, for_float64):
+    """`_by_dtype` for a function of two arguments of one dtype."""
+
+    def scalar(a, b):
+        raise NotImplementedError(f"{name} is for @njit code")
+
+    scalar.__name__ = scalar.__qualname__ = name
+
+    @overload(scalar, inline="always")
+    def _choose(a, b):
+        if a == b == types.float32:
+            return lambda a, b: for_float32(a, b)
+        if a == b == types.float64:
+            return lambda a, b: for_float64(a, b)
+        return None
+
+    return scalar
+
+
 tanh_scalar = _by_dtype("tanh_scalar", tanh32, tanh64)
 exp_scalar = _by_dtype("exp_scalar", exp32, exp64)
 sigmoid_scalar = _by_dtype("sigmoid_scalar", sigmoid32, sigmoid64)
+log_scalar = _by_dtype("log_scalar", log32, log64)
+pow_scalar = _by_dtypes("pow_scalar", pow32, pow64)
 
 
 @njit(nogil=True, cache=True, error_model="numpy", inline="always")
@@ -387,3 +654,20 @@ def exp_rows(x, out, row_start, row_stop):
 def sigmoid_rows(x, out, row_start, row_stop):
     """out[r0:r1] = 1 / (1 + e**-x[r0:r1])."""
     _map_rows(sigmoid_scalar, x, out, row_start, row_stop)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def log_rows(x, out, row_start, row_stop):
+    """out[r0:r1] = log(x[r0:r1])."""
+    _map_rows(log_scalar, x, out, row_start, row_stop)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def pow_rows(a, b, out, row_start, row_stop):
+    """out[r0:r1] = a[r0:r1] ** b[r0:r1] (operands of out's shape)."""
+    check_rows2(a, out, row_start, row_stop)
+    check_rows2(b, out, row_start, row_stop)
+    for i in range(row_start, row_stop):
+        x, y, dst = a[i], b[i], out[i]
+        for j in range(dst.shape[0]):
+            dst[j] = pow_scalar(x[j], y[j])

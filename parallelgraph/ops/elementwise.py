@@ -137,7 +137,7 @@ def minimum(a, b):
     return a if a <= b else b
 
 
-@entry("Pow", np.power, exact=False, ulp=2.0, flops=20, widen_reference=True)
+@entry("Pow", np.power, exact=False, ulp=1.0, cpu="pow_scalar", flops=20, widen_reference=True)
 def pow_(a, b):
     """a ** b elementwise (floats; C's pow: pow(x, 0) = 1 even for NaN x)."""
     return a**b
@@ -214,7 +214,7 @@ def sigmoid(x):
     return (1.0 if x >= 0 else e) / (1.0 + e)
 
 
-@entry("Log", np.log, exact=False, ulp=1.0, flops=20, widen_reference=True)
+@entry("Log", np.log, exact=False, ulp=1.0, cpu="log_scalar", flops=20, widen_reference=True)
 def log(x):
     """The natural logarithm elementwise (-inf at 0, NaN below)."""
     return math.log(x)
