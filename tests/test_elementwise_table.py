@@ -359,3 +359,22 @@ def test_layouts_take_the_widest_rows_the_shapes_allow(shapes, out, rows_at_leas
         pg.Config(inter_op_threads=2, intra_op_threads=2),
     ):
         assert run(graph, y, config).tobytes() == expected.tobytes()
+
+
+def test_random_broadcasts_against_numpy():
+    """200 random shape pairs (ranks 0-4, sizes 1-3 and some 1s in the output itself): the
+    layouts' coalesced axes give NumPy's values, bit for bit (a middle axis of size 1 once
+    merged a broadcast axis into a full one)."""
+    rng = np.random.default_rng(42)
+    for _ in range(200):
+        out = tuple(int(d) for d in rng.integers(1, 4, rng.integers(0, 5)))
+        shapes = []
+        for _ in range(2):
+            shape = [1 if rng.random() < 0.4 else d for d in out]
+            shapes.append(tuple(shape[int(rng.integers(0, len(shape) + 1)) :]))
+        values = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        graph = pg.Graph("random broadcasts")
+        with graph.as_default():
+            y = pg.constant(values[0]) - pg.constant(values[1])
+        got = run(graph, y, pg.Config(executor="sequential"))
+        np.testing.assert_array_equal(got, values[0] - values[1], err_msg=str(shapes))

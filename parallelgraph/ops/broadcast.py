@@ -156,18 +156,24 @@ def _coalesced(out_shape: Shape, shapes: tuple[Shape, ...]) -> tuple[Shape, tupl
     rank = len(out_shape)
     full = [padded(tuple(shape), rank) for shape in shapes]
     groups: list[list[int]] = []
+    kind: list[int | None] = []  # each group's last axis of output size > 1 (its pattern)
     for axis in range(rank):
-        if groups and _mergeable(groups[-1][-1], axis, out_shape, full):
+        last = kind[-1] if kind else None
+        if groups and (last is None or _mergeable(last, axis, out_shape, full)):
             groups[-1].append(axis)
         else:
             groups.append([axis])
+            kind.append(None)
+        if out_shape[axis] != 1:
+            kind[-1] = axis
     merged_out = tuple(num_elements(tuple(out_shape[a] for a in g)) for g in groups)
     merged = tuple(tuple(num_elements(tuple(s[a] for a in g)) for g in groups) for s in full)
     return merged_out, merged
 
 
 def _mergeable(previous: int, axis: int, out_shape: Shape, shapes: list[Shape]) -> bool:
-    if out_shape[previous] == 1 or out_shape[axis] == 1:
+    """Whether `axis` joins the group whose pattern axis is `previous` (of output size > 1)."""
+    if out_shape[axis] == 1:
         return True
     return all(
         (s[previous] == out_shape[previous] and s[axis] == out_shape[axis])
