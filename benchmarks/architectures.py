@@ -174,7 +174,9 @@ def run_architecture(name: str, size: str, args: argparse.Namespace, have: dict)
         feeds = dict(zip([op.output for op in drawn], base.run([op.output for op in drawn])))
         by_name = {op.name: op for op in graph_ops}
         inputs = [base.run(by_name[n].output) for n in peers.INPUTS[name]]
-        weights = {op.name: base.run(op.output) for op in graph_ops if op.type == "variable"}
+        weights = {
+            op.name: base.run(op.output) for op in graph_ops if op.type in ("variable", "constant")
+        }
         reference = base.run(preset.fetch, feed_dict=feeds)
         for setting, session in sessions.items():
             if session.run(preset.fetch, feed_dict=feeds).tobytes() != reference.tobytes():
