@@ -433,7 +433,11 @@ def breaks_late(layers: int = 40, fail_at: int = 0):
 
 
 def test_a_run_that_fails_after_live_drawings_puts_the_last_timeline_back(monkeypatch):
-    monkeypatch.setattr(viewer, "LIVE_SHARE", 1.0)
+    # A drawing every 0.05 s of repeats: 40 repeats of slow_chain take more than that on any
+    # machine (1,600 matmuls of 256^3), however fast its BLAS; at the default 0.5 s a fast
+    # CPU finished all 40 before the first drawing was due.
+    monkeypatch.setattr(viewer, "LIVE_EVERY_S", 0.05)
+    monkeypatch.setattr(viewer, "LIVE_SHARE", 100.0)
     dashboard = pg.dashboard(breaks_late, fail_at=(0, 1000), repeats=50, inter_op_threads=1)
     try:
         dashboard.run()
