@@ -242,6 +242,8 @@ def test_an_op_on_an_oversubscribed_machine_offers_no_helper_and_still_finishes(
 # Found by this test on 2026-12-07: NumPy hands a one-column B to GEMV, which the probe's
 # same-scale operands passed (kernels/blas_rows.py: why the probe's values differ in size).
 @example(m=200, k=66, n=1, takers=1, kernel="blas", dtype=np.float32, epilogue="none")
+# and on 2026-12-07 again: rows 0-5 and 6 of 7x3 @ 3x1 went to GEMV merged and DOT alone
+@example(m=7, k=3, n=1, takers=1, kernel="blas", dtype=np.float64, epilogue="none")
 def test_random_shapes_and_takers_give_the_bits_of_one_call_per_shard(
     many_shards, m, k, n, takers, kernel, dtype, epilogue
 ):
