@@ -117,6 +117,18 @@ def _centered_squares_run(values, mean, parts):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
+def _exp_shifted_sum(src, dst, parts, tops):
+    """dst = e**(src - m), m the row's max (returned); tops[0] = the sum of dst, rounded to the
+    dtype as reduce_sum's output: the first steps of softmax and log_softmax."""
+    width = src.shape[0]
+    top = _row_max(src, tops)
+    for j in range(width):
+        dst[j] = exp_scalar(src[j] - top)
+    tops[0] = _sum_run(dst, 0, width, parts)
+    return top
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
 def softmax_rows(x, out, row_start, row_stop, parts, tops):
     """out[r] = e**(x[r] - max) / sum(e**(x[r] - max)) for r in [row_start, row_stop)."""
     check_rows2(x, out, row_start, row_stop)
@@ -124,10 +136,7 @@ def softmax_rows(x, out, row_start, row_stop, parts, tops):
     width = x.shape[1]
     for i in range(row_start, row_stop):
         src, dst = x[i], out[i]
-        top = _row_max(src, tops)
-        for j in range(width):
-            dst[j] = exp_scalar(src[j] - top)
-        tops[0] = _sum_run(dst, 0, width, parts)  # rounded to the dtype, as reduce_sum's output
+        top = _exp_shifted_sum(src, dst, parts, tops)
         total = tops[0]
         for j in range(width):
             dst[j] = dst[j] / total
@@ -141,10 +150,7 @@ def log_softmax_rows(x, out, row_start, row_stop, parts, tops):
     width = x.shape[1]
     for i in range(row_start, row_stop):
         src, dst = x[i], out[i]
-        top = _row_max(src, tops)
-        for j in range(width):
-            dst[j] = exp_scalar(src[j] - top)
-        tops[0] = _sum_run(dst, 0, width, parts)  # rounded to the dtype, as reduce_sum's output
+        top = _exp_shifted_sum(src, dst, parts, tops)
         shift = log_scalar(tops[0])
         for j in range(width):  # x - max again (exact, the same bits), less log(sum)
             dst[j] = (src[j] - top) - shift
