@@ -136,7 +136,7 @@ def softmax_rows(x, out, row_start, row_stop, parts, tops):
     width = x.shape[1]
     for i in range(row_start, row_stop):
         src, dst = x[i], out[i]
-        top = _exp_shifted_sum(src, dst, parts, tops)
+        _exp_shifted_sum(src, dst, parts, tops)
         total = tops[0]
         for j in range(width):
             dst[j] = dst[j] / total
