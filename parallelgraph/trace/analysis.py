@@ -23,7 +23,7 @@ All functions are pure: they read a Trace's events and return numbers or frozen 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -326,19 +326,41 @@ def input_chain(trace: Trace, producer: str, consumer: str) -> tuple[str, ...]:
     return tuple(chain)
 
 
-def _lifted(names: Iterable[str], targets: dict[str, TraceEvent], trace: Trace) -> set[str]:
-    """Each name, or the nearest op around it that is one of `targets` (dropped if none)."""
-    parent = {e.name: e.parent for e in trace.ops(nested=True)}
-    lifted = set()
-    for name in names:
-        node: str | None = name
+def _readers_of(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """`graph` reversed: for each op name, the ops that read it (`ancestors` of this graph are
+    the ops that transitively consumed the named ones)."""
+    readers: dict[str, set[str]] = {name: set() for name in graph}
+    for name, inputs in graph.items():
+        for source in inputs:
+            readers[source].add(name)
+    return readers
+
+
+def _lifter(
+    parent: Mapping[str, str | None], targets: Mapping[str, TraceEvent]
+) -> Callable[[str], str | None]:
+    """A function from an op name to itself or the nearest op around it that is one of
+    `targets` (None if none is). Each name's answer is kept, and every name on a walk up the
+    parents gets the walk's answer, so lifting all ops costs one visit each: a walk per name
+    made explain() quadratic on a 30,000-op chain."""
+    found: dict[str, str | None] = {}
+
+    def lift(name: str) -> str | None:
+        path: list[str] = []
         seen: set[str] = set()
-        while node is not None and node not in targets and node not in seen:
+        node: str | None = name
+        while node is not None and node not in found and node not in targets and node not in seen:
+            path.append(node)
             seen.add(node)
             node = parent.get(node)
-        if node is not None and node in targets:
-            lifted.add(node)
-    return lifted
+        if node is None or node in seen:  # the top, or a cycle of parents: no target above
+            answer = None
+        else:
+            answer = found[node] if node in found else node
+        found.update(dict.fromkeys(path, answer))
+        return answer
+
+    return lift
 
 
 def dependency_between(trace: Trace, scope_a: str, scope_b: str) -> tuple[str, str] | None:
@@ -368,21 +390,25 @@ def heaviest_dependency(
     """Of the two directions (b needs a, a needs b), the one whose needed ops hold the larger
     share of their branch's busy time; None when neither branch needs the other."""
     graph = data_inputs(trace)
+    parent = {e.name: e.parent for e in trace.ops(nested=True)}
+    readers: dict[str, set[str]] | None = None  # made once, when a direction needs it
     a = {e.name: e for e in ops_a}
     b = {e.name: e for e in ops_b}
     best: Dependency | None = None
     for consumers, producers in ((b, a), (a, b)):
-        needed = _lifted(ancestors(graph, consumers), producers, trace)
+        lift = _lifter(parent, producers)
+        upstream = ancestors(graph, consumers)
+        needed = {lift(name) for name in upstream} - {None}
         if not needed:
             continue
         busy = length(trace.work_spans(producers.values()))
         held = length(trace.work_spans(producers[n] for n in needed))
         heaviest = max(sorted(needed), key=lambda n: producers[n].work_ns)
-        consumer = next(
-            c
-            for c in sorted(consumers)
-            if heaviest in _lifted(ancestors(graph, [c]), producers, trace)
-        )
+        # the first consumer, by name, that (transitively) read the heaviest op or one nested
+        # in it: the readers of those ops, found in one walk, not one walk per consumer
+        readers = _readers_of(graph) if readers is None else readers
+        fed = ancestors(readers, [name for name in upstream if lift(name) == heaviest])
+        consumer = min(c for c in consumers if c in fed)
         found = Dependency(heaviest, consumer, len(needed), held / busy if busy else 1.0)
         if best is None or found.share > best.share:
             best = found

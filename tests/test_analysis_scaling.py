@@ -1,0 +1,134 @@
+"""The analyses in linear (or n log n) time: the same answers as the quadratic code they
+replaced, and time that doubles when the trace doubles.
+
+Times are never compared with seconds, which the machine decides: each check compares the
+best of a few runs at 2n events with the best at n, a ratio a busy machine moves little (2 for
+linear work, 4 for quadratic)."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import replace
+
+import pytest
+
+from parallelgraph.trace import Trace, TraceEvent, analysis
+from parallelgraph.trace.intervals import length
+from parallelgraph.trace.model import EventKind
+
+
+def _reference_heaviest_dependency(trace, ops_a, ops_b):
+    """`analysis.heaviest_dependency` as it was before it was made linear (one walk up the
+    parents per op, one ancestor search per consumer: 250 s for a 30,000-op chain), kept as
+    the reference for its answers."""
+
+    def lifted(names, targets):
+        parent = {e.name: e.parent for e in trace.ops(nested=True)}
+        out = set()
+        for name in names:
+            node, seen = name, set()
+            while node is not None and node not in targets and node not in seen:
+                seen.add(node)
+                node = parent.get(node)
+            if node is not None and node in targets:
+                out.add(node)
+        return out
+
+    graph = analysis.data_inputs(trace)
+    a = {e.name: e for e in ops_a}
+    b = {e.name: e for e in ops_b}
+    best = None
+    for consumers, producers in ((b, a), (a, b)):
+        needed = lifted(analysis.ancestors(graph, consumers), producers)
+        if not needed:
+            continue
+        busy = length(trace.work_spans(producers.values()))
+        held = length(trace.work_spans(producers[n] for n in needed))
+        heaviest = max(sorted(needed), key=lambda n: producers[n].work_ns)
+        consumer = next(
+            c
+            for c in sorted(consumers)
+            if heaviest in lifted(analysis.ancestors(graph, [c]), producers)
+        )
+        found = analysis.Dependency(heaviest, consumer, len(needed), held / busy if busy else 1.0)
+        if best is None or found.share > best.share:
+            best = found
+    return best
+
+
+def _random_trace(seed: int) -> Trace:
+    """Ops of three scopes on three lanes, nested at random (the parents given, a cycle of
+    parents now and then), reading random earlier ops and now and then a later one."""
+    rng = random.Random(seed)
+    count = rng.randint(2, 40)
+    names = [f"{rng.choice('abc')}/op{i}" for i in range(count)]
+    events = []
+    for i, name in enumerate(names):
+        parent = rng.choice([None, None, *names[:i]]) if i else None
+        if rng.random() < 0.03:
+            parent = rng.choice(names)  # parents in a cycle: the walks must still end
+        inputs = tuple(rng.sample(names, min(count, rng.randint(0, 3))))
+        start = rng.randint(0, 1000)
+        lane, end = f"w/{rng.randint(0, 2)}", start + rng.randint(1, 300)
+        depth = 0 if parent is None else 1
+        scope = name.split("/")[0]
+        event = TraceEvent(name, "x", scope, "cpu:0", EventKind.OP, lane, start, end)
+        events.append(replace(event, inputs=inputs, depth=depth, parent=parent))
+    return Trace(events, nested=True)
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_heaviest_dependency_gives_the_quadratic_references_answers(seed):
+    trace = _random_trace(seed)
+    ops = trace.ops(nested=True)
+    rng = random.Random(seed)
+    for scope_a, scope_b in (("a", "b"), ("b", "c"), ("c", "a")):
+        ops_a = [e for e in ops if e.in_scope(scope_a) and rng.random() < 0.8]
+        ops_b = [e for e in ops if e.in_scope(scope_b) and rng.random() < 0.8]
+        assert analysis.heaviest_dependency(trace, ops_a, ops_b) == (
+            _reference_heaviest_dependency(trace, ops_a, ops_b)
+        )
+
+
+def _best_seconds(call, repeats: int = 3) -> float:
+    """The shortest of `repeats` runs of `call`: what the work takes when nothing else got in
+    its way."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def _chain_reading_another_scope(ops: int) -> Trace:
+    """A chain of `ops` ops of scope "a" on one lane, run after two ops of scope "b" on another;
+    the chain's last op also reads b's last op (issue #42's round-three case)."""
+
+    def op(name, lane, start, inputs=()):
+        scope = name.split("/")[0]
+        event = TraceEvent(name, "x", scope, "cpu:0", EventKind.OP, lane, start, start + 900)
+        return replace(event, inputs=inputs)
+
+    events = [op("b/op0", "w/1", 0), op("b/op1", "w/1", 1000, ("b/op0",))]
+    for i in range(ops):
+        inputs = (f"a/op{i - 1}",) if i else ()
+        if i == ops - 1:
+            inputs += ("b/op1",)
+        events.append(op(f"a/op{i}", "w/0", 2000 + 1000 * i, inputs))
+    return Trace(events)
+
+
+def test_explain_of_a_30000_op_chain_reading_another_scope_takes_twice_the_15000_op_time():
+    """Was quadratic: 250 s at 30,000 ops (one ancestor search per consumer op)."""
+    seconds = {}
+    for ops in (15_000, 30_000):
+        trace = _chain_reading_another_scope(ops)
+        evidence = trace.explain().pairs[0].evidence
+        last = f"a/op{ops - 1}"
+        assert (evidence.producer, evidence.consumer) == ("b/op0", last)
+        assert evidence.chain == ("b/op0", "b/op1", last)
+        events = trace.events
+        seconds[ops] = _best_seconds(lambda: Trace(events, nested=True).explain(), 2)  # noqa: B023
+    assert seconds[30_000] / seconds[15_000] < 3.0, seconds
