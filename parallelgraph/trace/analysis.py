@@ -336,31 +336,32 @@ def _readers_of(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     return readers
 
 
-def _lifter(
-    parent: Mapping[str, str | None], targets: Mapping[str, TraceEvent]
+def enclosing_finder(
+    parent: Mapping[str, str | None], wanted: Callable[[str], bool]
 ) -> Callable[[str], str | None]:
-    """A function from an op name to itself or the nearest op around it that is one of
-    `targets` (None if none is). Each name's answer is kept, and every name on a walk up the
-    parents gets the walk's answer, so lifting all ops costs one visit each: a walk per name
-    made explain() quadratic on a 30,000-op chain."""
+    """A function from an op name to the first of it and the ops around it (its parent, the
+    parent's parent...) that is `wanted`; None when none is, or the parents loop. Answers are
+    kept, and every name on a walk up gets the walk's answer, so asking for every op costs one
+    visit of each: a walk per op was quadratic in the depth of nesting (explain() of a
+    30,000-op chain, simulate() of ops nested 4,000 deep)."""
     found: dict[str, str | None] = {}
 
-    def lift(name: str) -> str | None:
+    def find(name: str) -> str | None:
         path: list[str] = []
         seen: set[str] = set()
         node: str | None = name
-        while node is not None and node not in found and node not in targets and node not in seen:
+        while node is not None and node not in found and not wanted(node) and node not in seen:
             path.append(node)
             seen.add(node)
             node = parent.get(node)
-        if node is None or node in seen:  # the top, or a cycle of parents: no target above
+        if node is None or node in seen:  # the top, or a loop of parents: nothing wanted
             answer = None
         else:
             answer = found[node] if node in found else node
         found.update(dict.fromkeys(path, answer))
         return answer
 
-    return lift
+    return find
 
 
 def dependency_between(trace: Trace, scope_a: str, scope_b: str) -> tuple[str, str] | None:
@@ -396,7 +397,7 @@ def heaviest_dependency(
     b = {e.name: e for e in ops_b}
     best: Dependency | None = None
     for consumers, producers in ((b, a), (a, b)):
-        lift = _lifter(parent, producers)
+        lift = enclosing_finder(parent, producers.__contains__)  # each op: its branch's op
         upstream = ancestors(graph, consumers)
         needed = {lift(name) for name in upstream} - {None}
         if not needed:

@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 
 from ..config import Config, cpu_count
 from ..costs import inexpensive_ns
-from .analysis import computing_pieces, outermost_inputs
+from .analysis import computing_pieces, enclosing_finder, outermost_inputs
 from .cycles import require_acyclic
 from .lanes import LaneKind, parse_lane
 from .model import EventKind, Trace, TraceEvent
@@ -362,19 +362,13 @@ def carried_along(trace: Trace, replayed: list[TraceEvent]) -> list[TraceEvent]:
     measured = {e.name: e for e in trace.ops()}
     parent = {e.name: e.parent for e in trace.ops(nested=True)}
 
-    def root(name: str) -> str | None:
-        seen = set()
-        while parent.get(name) is not None and name not in seen:
-            seen.add(name)
-            name = parent[name]  # type: ignore[assignment]
-        return name if name in moved else None
-
+    outermost = enclosing_finder(parent, lambda name: parent.get(name) is None)  # memoised
     carried = []
     for event in trace.ops(nested=True):
         if event.parent is None or event.kind != EventKind.OP:
             continue
-        top = root(event.name)
-        if top is None:
+        top = outermost(event.name)
+        if top is None or top not in moved:
             continue
         old, new = measured[top], moved[top]
         scale = new.duration_ns / old.duration_ns if old.duration_ns else 1.0
