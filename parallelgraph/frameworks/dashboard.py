@@ -62,6 +62,40 @@ def _key(knobs: Mapping[str, Any], params: Mapping[str, Any]) -> tuple:
     return tuple(sorted({**knobs, **params}.items()))
 
 
+#: The most warm workers and repeats a dashboard takes (far above any useful number).
+MAX_WORKERS_LIMIT = 32
+MAX_REPEATS = 100_000
+
+
+def _check_whole(name: str, value: Any, low: int, high: int) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or not low <= value <= high
+    ):
+        raise ValueError(
+            f"pg.dashboard(..., {name}={value!r}): a whole number from {low} to {high}"
+        )
+
+
+def slider_range(framework_: Framework, knob: str, given: Any) -> tuple[int, int, int]:
+    """(min, value, max) of a knob's slider from what the user gave: a value (the slider runs
+    from 1 to twice the cores, or further to hold it: oversubscription is worth seeing) or a
+    (min, max) pair (the slider starts at min). A ValueError names anything else."""
+    cores = cpu_count()
+    pair = isinstance(given, tuple) and len(given) == 2
+    for value in given if pair else (given,):
+        check_knobs(framework_, [{knob: value}])
+    if pair:
+        low, high = (int(v) for v in given)
+        if low > high:
+            raise ValueError(f"pg.dashboard(..., {knob}={given!r}): (min, max) with min <= max")
+        return low, low, high
+    if given is None:
+        raise ValueError(f"pg.dashboard(..., {knob}=None): give a whole number or (min, max)")
+    return 1, int(given), max(2 * cores, 4, int(given))
+
+
 class WorkerCache:
     """Warm workers by setting, the least recently used ended beyond `limit`."""
 
@@ -171,21 +205,35 @@ class FrameworkDashboard:
         from ipywidgets import interactive
 
         self.framework = framework(framework_name)
+        _check_whole("repeats", repeats, 1, MAX_REPEATS)
+        _check_whole("warmup", warmup, 0, MAX_REPEATS)
+        _check_whole("max_workers", max_workers, 1, MAX_WORKERS_LIMIT)
         knob_values = {
             k: abbreviations.pop(k) for k in list(abbreviations) if k in self.framework.knobs
         }
         self.workers = WorkerCache(self.framework, pickled_build(build), warmup, max_workers)
         self.trace_steps = trace
-        cores = cpu_count()
         self.controls: dict[str, Any] = {}
         for knob in SLIDERS.get(self.framework.name, ("inter", "intra")):
+            low, value, high = slider_range(self.framework, knob, knob_values.get(knob, 1))
             self.controls[knob] = widgets.IntSlider(
-                value=int(knob_values.get(knob, 1)), min=1, max=max(cores, 2),
-                description=knob, continuous_update=False,
-            )  # fmt: skip
+                value=value, min=low, max=high, description=knob, continuous_update=False
+            )
         for knob, choices in self.framework.choices.items():
+            chosen = knob_values.get(knob, choices[0])
+            if chosen not in choices:
+                raise ValueError(
+                    f"pg.dashboard(..., {knob}={chosen!r}): {self.framework.title}'s {knob} is "
+                    f"one of {list(choices)}"
+                )
             self.controls[knob] = widgets.Dropdown(
-                options=list(choices), value=knob_values.get(knob, choices[0]), description=knob
+                options=list(choices), value=chosen, description=knob
+            )
+        ignored = sorted(set(knob_values) - set(self.controls))
+        if ignored:
+            raise ValueError(
+                f"pg.dashboard(..., {ignored[0]}=...): the {self.framework.title} dashboard has "
+                f"no {ignored[0]} control (its knobs: {', '.join(self.controls)})"
             )
         for name, abbrev in abbreviations.items():
             widget = interactive.widget_from_abbrev(abbrev)
@@ -193,7 +241,9 @@ class FrameworkDashboard:
                 raise ValueError(f"pg.dashboard(..., {name}={abbrev!r}): not a control")
             widget.description = name
             self.controls[name] = widget
-        self.repeats = widgets.IntSlider(value=repeats, min=1, max=200, description="repeats")
+        self.repeats = widgets.IntSlider(
+            value=repeats, min=1, max=max(200, repeats), description="repeats"
+        )
         self.run_button = widgets.Button(description="Run", button_style="primary")
         self.stop_button = widgets.Button(description="Stop", disabled=True)
         self.pin_button = widgets.Button(description="Pin", disabled=True)

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config import Config, cpu_count
+from ..config import MAX_THREADS, Config, cpu_count
 from ..experiments import stats
 from ..experiments.machine_load import LoadMonitor
 from ..experiments.sweeps import (
@@ -51,7 +51,7 @@ from ..experiments.sweeps import (
     progress_bar,
 )
 from ..trace.model import Trace
-from .knobs import CHECKS, PROFILE_PREFIX, Framework, framework
+from .knobs import CHECKS, PROFILE_PREFIX, Framework, Setting, framework
 from .pool import FrameworkError, Stopped, Worker, Workers
 from .travel import pack as pickled_build
 
@@ -82,9 +82,22 @@ KNOB_SPELLINGS = {
 }  # fmt: skip
 
 
+#: What `build(setting)` finds on its Setting besides the grid's values: a grid key so named
+#: would be hidden behind it (`setting.profiling` is the profiler's folder, not the grid's value).
+SETTING_ATTRIBUTES = frozenset(
+    name for name in (*dir(Setting), "framework", "profiling") if not name.startswith("_")
+)
+
+
 def check_knobs(framework_: Framework, cells: Sequence[Mapping[str, Any]]) -> None:
     """Every knob value of every cell is one the framework takes; a ValueError naming it."""
     for key in cells[0] if cells else ():
+        if key in SETTING_ATTRIBUTES:
+            raise ValueError(
+                f"grid key {key!r} is the name of the Setting's own {key!r}, which build(setting) "
+                f"would see instead of the grid's values: name it otherwise (the Setting's "
+                f"names: {', '.join(sorted(SETTING_ATTRIBUTES))})"
+            )
         if key in KNOB_SPELLINGS:
             raise ValueError(
                 f"grid key {key!r} is {framework_.title}'s knob {KNOB_SPELLINGS[key]!r} under "
@@ -104,6 +117,12 @@ def check_knobs(framework_: Framework, cells: Sequence[Mapping[str, Any]]) -> No
                 raise ValueError(
                     f"{label_of(framework_, cell)}: {key}={value!r} must be a whole number >= 1 "
                     "(or None for the framework's default)"
+                )
+            if key != "cores" and key in cell and value is not None and value > MAX_THREADS:
+                raise ValueError(
+                    f"{label_of(framework_, cell)}: {key}={value} is over {MAX_THREADS}, the most "
+                    f"parallelgraph sets anywhere (this machine has {cpu_count()} cores): a "
+                    f"framework asked for that many threads crashes or never finishes starting"
                 )
         if cell.get("cores") is not None and cell["cores"] > cpu_count():
             raise ValueError(

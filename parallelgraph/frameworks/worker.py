@@ -1,10 +1,12 @@
 """The worker process: one framework setting, started fresh, timing the user's step on request.
 
-Started as `python -m parallelgraph.frameworks.worker FD` by `pool.Worker`, with the setting's
-environment already in place; FD is its end of a socket pair, wrapped as a
-`multiprocessing.connection.Connection` (pickled messages; the user's prints to stdout and
-stderr go where the parent's go and never mix with the messages). Protocol, one reply per
-request — ("ok", value) or ("error", {"type", "message", "traceback", "where"}):
+Started by `pool.Worker` as `python -c BOOT FD LIFELINE PARENT`, with the setting's environment
+already in place; FD is its end of a socket pair, wrapped as a `channel.Channel` (framed,
+pickled messages; the user's prints to stdout and stderr go where the parent's go and never mix
+with the messages), LIFELINE the read end of the pipe that gets it killed when the parent is
+gone (`channel.hold_lifeline`). Protocol, one reply per request — ("ok", value) or
+("error", {"type", "message", "traceback", "where"}), every field text made so that no failure
+of the user's exception (a `__str__` that raises) can keep the reply from going back:
 
 - ("setup", {framework, setting, params, build, warmup}): start the framework with the
   setting (`Framework.start`: knobs applied before anything else), unpack `build` (the user's
@@ -19,8 +21,8 @@ request — ("ok", value) or ("error", {"type", "message", "traceback", "where"}
 
 The worker ignores SIGINT (a notebook interrupt signals the kernel's whole process group): the
 parent decides what an interrupt means and ends its workers itself. If the parent disappears
-(killed without a chance to clean up), a watchdog thread notices within half a second and the
-worker exits, so no process is left behind.
+(killed without a chance to clean up), the kernel kills the worker's process group at once,
+even in the middle of a step that holds the GIL, so no process is left behind.
 """
 
 from __future__ import annotations
@@ -28,12 +30,11 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
 import time
 import traceback
-from multiprocessing.connection import Connection
 from typing import Any
 
+from .channel import Channel, ChannelError, hold_lifeline
 from .knobs import Framework, Setting, common_read_back, framework, scratch_folder
 from .travel import unpack
 
@@ -95,25 +96,45 @@ class WorkerState:
         return self.framework.profile(self.module, step, setting, folder)
 
 
-def _described(error: BaseException, where: str) -> dict[str, Any]:
+def _text(make: Any, fallback: str) -> str:
+    """`make()` as text, or `fallback` when the user's object fails to say itself."""
+    try:
+        text = make()
+        return text if isinstance(text, str) else fallback
+    except BaseException:  # noqa: BLE001 - a __str__ may raise anything
+        return fallback
+
+
+def _described(error: BaseException, where: str) -> dict[str, str]:
+    """An exception as the text fields of an error reply (see the module docstring)."""
+    kind = _text(lambda: type(error).__name__, "Exception")
     return {
-        "type": type(error).__name__,
-        "message": str(error),
-        "traceback": "".join(traceback.format_exception(error)),
+        "type": kind,
+        "message": _text(lambda: str(error), f"<a {kind} whose str() failed>"),
+        "traceback": _text(
+            lambda: "".join(traceback.format_exception(error)),
+            f"<the traceback of a {kind} could not be written>",
+        ),
         "where": where,
     }
 
 
-def _watch_parent(parent: int) -> None:
-    while True:
-        time.sleep(0.5)
-        if os.getppid() != parent:
-            os._exit(3)
+def _send_reply(channel: Channel, reply: tuple[str, Any], command: str) -> None:
+    """Send a reply; one that cannot be pickled goes back as an error that says so."""
+    try:
+        channel.send(reply)
+    except ChannelError as error:  # too big to send
+        channel.send(("error", _described(error, command)))
+    except (OSError, EOFError):
+        raise
+    except BaseException as error:  # noqa: BLE001 - an unpicklable value from the user's code
+        channel.send(("error", _described(error, command)))
 
 
-def serve(connection: Connection, parent: int) -> None:
-    """Answer requests until "stop" or the parent's end of the connection closes."""
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+def serve(channel: Channel, parent: int, lifeline: int = -1) -> None:
+    """Answer requests until "stop" or the parent's end of the channel closes."""
+    if lifeline >= 0:
+        hold_lifeline(lifeline, parent)
     state = WorkerState()
     handlers = {
         "setup": state.setup,
@@ -122,27 +143,28 @@ def serve(connection: Connection, parent: int) -> None:
     }
     while True:
         try:
-            command, request = connection.recv()
+            command, request = channel.recv()
         except (EOFError, OSError):
             return
         if command == "stop":
-            connection.send(("ok", None))
+            channel.send(("ok", None))
             return
         try:
             reply = ("ok", handlers[command](request))
         except BaseException as error:  # noqa: BLE001 - the user's code: every failure goes back
             reply = ("error", _described(error, command))
-        connection.send(reply)
+        _send_reply(channel, reply, command)
 
 
 def main(argv: list[str]) -> None:
+    """`argv`: [program, channel fd, lifeline fd, parent pid] (see the module docstring)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    fd, parent = int(argv[1]), int(argv[2])
-    connection = Connection(fd)
+    fd, lifeline, parent = int(argv[1]), int(argv[2]), int(argv[3])
+    channel = Channel.from_fd(fd)
     try:
-        serve(connection, parent)
+        serve(channel, parent, lifeline)
     finally:
-        connection.close()
+        channel.close()
     sys.stdout.flush()
     # the framework's own threads (pools, profilers) must not keep the process alive
     os._exit(0)
