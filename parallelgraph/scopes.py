@@ -10,7 +10,7 @@ plain strings out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 
 def branch_level(scopes: Iterable[str]) -> list[str]:
@@ -27,9 +27,31 @@ def branch_level(scopes: Iterable[str]) -> list[str]:
     return level
 
 
+def enclosing_scopes(scope: str) -> list[str]:
+    """`scope` and every scope it is in, innermost first: "a/b/c", "a/b", "a" (each prefix
+    that ends before a "/"). Looking these up in a set of scopes finds the ones `scope` is in
+    without comparing it with each of them.
+
+    >>> enclosing_scopes("a/b/c")
+    ['a/b/c', 'a/b', 'a']
+    """
+    return [scope] + [scope[:i] for i in range(len(scope) - 1, -1, -1) if scope[i] == "/"]
+
+
 def branch_of(scope: str, branches: Iterable[str]) -> str | None:
     """The branch scope `scope` is in (itself or a scope below it), or None."""
-    for branch in branches:
-        if scope == branch or scope.startswith(branch + "/"):
-            return branch
-    return None
+    return branch_finder(branches)(scope)
+
+
+def branch_finder(branches: Iterable[str]) -> Callable[[str], str | None]:
+    """`branch_of` for many scopes against one list of branches: each scope's enclosing scopes
+    looked up (the first of `branches` that holds it wins), not every branch compared with it
+    (a plot of thousands of scopes compared each with each)."""
+    rank: dict[str, int] = {}
+    for position, branch in enumerate(branches):
+        rank.setdefault(branch, position)
+
+    def find(scope: str) -> str | None:
+        return min((s for s in enclosing_scopes(scope) if s in rank), key=rank.get, default=None)
+
+    return find

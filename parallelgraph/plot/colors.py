@@ -8,6 +8,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ..scopes import enclosing_scopes
 from ..trace.model import Trace
 
 if TYPE_CHECKING:
@@ -106,25 +107,23 @@ def scope_colors(traces: Sequence[Trace]) -> dict[str, str]:
     or the heads of a model built in one scope), and per top-level scope outside them, the same
     in every plot of this process (`SCOPE_COLORS`); a plot's scopes past the palette's 20
     colours are all grey (`OTHER_COLOR`), so no two scopes of one plot look alike."""
-    from ..scopes import branch_of
+    from ..scopes import branch_finder
     from ..trace.branches import branch_scopes
 
     keys = []
     for trace in traces:
-        branches = branch_scopes(trace)
+        branch_of = branch_finder(branch_scopes(trace))
         for scope in dict.fromkeys(e.scope for e in trace.ops(nested=True)):
-            keys.append(branch_of(scope, branches) or scope.split("/", 1)[0])
+            keys.append(branch_of(scope) or scope.split("/", 1)[0])
     return SCOPE_COLORS.assign(keys)
 
 
 def color_key(scope: str, colors: Mapping[str, str]) -> str:
     """The key of `colors` an op of `scope` is drawn in: the longest that is its scope or a
     scope above it, else its top-level scope."""
-    best = scope.split("/", 1)[0]
-    for key in colors:
-        if len(key) > len(best) and (scope == key or scope.startswith(key + "/")):
-            best = key
-    return best
+    top = scope.split("/", 1)[0]
+    inside = (key for key in enclosing_scopes(scope) if key in colors and len(key) > len(top))
+    return next(inside, top)  # innermost first: the longest; not every key compared
 
 
 def reset_scope_colors() -> None:
