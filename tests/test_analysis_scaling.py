@@ -13,7 +13,9 @@ from dataclasses import replace
 
 import pytest
 
-from parallelgraph.trace import Trace, TraceEvent, analysis
+from parallelgraph.plot.colors import color_key
+from parallelgraph.scopes import branch_of
+from parallelgraph.trace import Trace, TraceEvent, analysis, branches
 from parallelgraph.trace.intervals import length
 from parallelgraph.trace.model import EventKind
 
@@ -132,3 +134,46 @@ def test_explain_of_a_30000_op_chain_reading_another_scope_takes_twice_the_15000
         events = trace.events
         seconds[ops] = _best_seconds(lambda: Trace(events, nested=True).explain(), 2)  # noqa: B023
     assert seconds[30_000] / seconds[15_000] < 3.0, seconds
+
+
+def _reference_branch_of(scope, branches):
+    """`scopes.branch_of` as it was: every branch compared with the scope."""
+    return next((b for b in branches if scope == b or scope.startswith(b + "/")), None)
+
+
+def _reference_color_key(scope, colors):
+    """`plot.colors.color_key` as it was: every key compared with the scope."""
+    best = scope.split("/", 1)[0]
+    for key in colors:
+        if len(key) > len(best) and (scope == key or scope.startswith(key + "/")):
+            best = key
+    return best
+
+
+def _random_scope(rng: random.Random) -> str:
+    return "/".join(rng.choice(["a", "b", "", "a/b", "h0"]) for _ in range(rng.randint(0, 4)))
+
+
+def test_scope_lookups_give_the_comparisons_answers():
+    rng = random.Random(7)
+    for _ in range(20_000):
+        scope = _random_scope(rng)
+        names = [_random_scope(rng) for _ in range(rng.randint(0, 5))]
+        assert branch_of(scope, names) == _reference_branch_of(scope, names)
+        colors = dict.fromkeys(names, "#000000")
+        assert color_key(scope, colors) == _reference_color_key(scope, colors)
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_default_branches_are_each_scope_selected(seed):
+    rng = random.Random(seed)
+    events = [
+        TraceEvent(f"op{i}", "x", rng.choice(["m/h0", "m/h1/x", "m/h1", "m", "", "n/a"]),
+                   "cpu:0", EventKind.OP, f"w/{i % 3}", 10 * i, 10 * i + rng.randint(1, 30))
+        for i in range(rng.randint(1, 30))
+    ]  # fmt: skip
+    trace = Trace(events)
+    scopes = branches.branch_scopes(trace)
+    if len(scopes) >= 2 or len(scopes) == len(trace.lanes) == 1:
+        selected = [branches.select(trace, f"scope:{s}") for s in scopes]
+        assert branches.default_branches(trace) == selected

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..devices import split_device
-from ..scopes import branch_level
+from ..scopes import branch_level, enclosing_scopes
 from .intervals import Intervals, intersect, length
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def default_branches(trace: Trace) -> list[Branch]:
     else the one scope there is."""
     scopes = branch_scopes(trace)
     if len(scopes) >= 2:
-        return [select(trace, f"scope:{s}") for s in scopes]
+        return _scope_branches(trace, scopes)
     devices = _devices(trace)
     if len(devices) >= 2:
         return [select(trace, f"device:{device}") for device in devices]
@@ -125,7 +125,23 @@ def default_branches(trace: Trace) -> list[Branch]:
     if len(by_lane) >= 2:
         lanes = [_branch(trace, lane, "lane", ops) for lane, ops in by_lane.items()]
         return sorted(lanes, key=lambda b: -b.busy_ns)
-    return [select(trace, f"scope:{s}") for s in scopes]
+    return _scope_branches(trace, scopes)
+
+
+def _scope_branches(trace: Trace, scopes: list[str]) -> list[Branch]:
+    """`select(trace, "scope:NAME")` of each of `scopes`, their ops gathered in one pass over
+    the trace (each op's enclosing scopes looked up), not one pass per scope: a trace of
+    thousands of scopes made that quadratic."""
+    ops: dict[str, list[TraceEvent]] = {scope: [] for scope in scopes}
+    for event in trace.ops(nested=True):
+        for scope in enclosing_scopes(event.scope):
+            if scope in ops:
+                ops[scope].append(event)
+    # a scope without ops: select's error, which names the scopes there are
+    return [
+        _branch(trace, s, "scope", ops[s]) if ops[s] else select(trace, f"scope:{s}")
+        for s in scopes
+    ]
 
 
 def branch_scopes(trace: Trace) -> list[str]:
