@@ -428,3 +428,71 @@ def test_every_generated_hostile_value_names_its_knob_in_the_dashboard():
     for knob, value in itertools.product(("inter", "intra"), HOSTILE_VALUES):
         with pytest.raises(ValueError, match=rf"{knob}="):
             _dashboard(**{knob: value})
+
+
+# -- settings that were never applied -------------------------------------------------------------
+def build_numpy_without_a_pool(setting):
+    """Never calls setting.pool(): inter cannot have been applied."""
+    import numpy as np
+
+    a = np.ones((64, 64))
+    return lambda: a @ a
+
+
+def build_onnxruntime_ignoring_the_setting(setting):
+    """Makes its own session with the default options: inter and intra were not applied."""
+    import numpy as np
+    import onnxruntime as ort
+
+    from parallelgraph.frameworks.examples import two_branch_onnx
+
+    session = ort.InferenceSession(two_branch_onnx(8, 16), providers=["CPUExecutionProvider"])
+    feeds = {i.name: np.ones((8, 16), np.float32) for i in session.get_inputs()}
+    return lambda: session.run(None, feeds)
+
+
+def test_a_knob_the_build_never_applied_is_marked_and_said(tag):
+    result = sweep(build_numpy_without_a_pool, inter=[1, 2])
+    assert [result.read_back[i].get("not_applied") for i in (0, 1)] == [
+        "inter=1 (not read back)",
+        "inter=2 (not read back)",
+    ]
+    notes = [n for n in result.notes if n.startswith("not applied")]
+    assert len(notes) == 2 and "NumPy inter=2: inter=2 (not read back)" in notes[1]
+    assert "not applied" in str(result)
+
+
+def test_knobs_applied_through_the_setting_are_not_marked(tag):
+    from parallelgraph.frameworks.examples import build_numpy
+
+    result = sweep(build_numpy, inter=[1, 2], intra=[1], batch=[8], width=[16])
+    assert not any("not_applied" in r for r in result.read_back.values())
+    assert not any(n.startswith("not applied") for n in result.notes)
+
+
+def test_an_onnxruntime_build_that_ignores_the_setting_gets_no_verdict(tag):
+    pytest.importorskip("onnxruntime")
+    result = pg.sweep(
+        build_onnxruntime_ignoring_the_setting,
+        framework="onnxruntime",
+        intra=[1, 2],
+        repeats=3,
+        warmup=0,
+        progress=False,
+        noise_check=False,
+    )
+    assert "intra=2 (not read back)" in result.read_back[1]["not_applied"]
+    rows = result.rows()
+    assert rows[1].verdict == "not applied"
+    assert none_left(tag) == []
+
+
+def test_unapplied_compares_each_knob_with_its_read_back():
+    from parallelgraph.frameworks.knobs import unapplied
+
+    read_back = {"inter": 2, "intra": 1, "cores": 2, "blas": {"openblas": 1, "openmp": 2}}
+    assert unapplied({"inter": 2, "intra": None, "cores": 2}, read_back) == {}
+    assert unapplied({"intra": 2}, read_back) == {"intra": "reported 1"}
+    assert unapplied({"blas": 1}, read_back) == {"blas": "reported {'openmp': 2}"}
+    assert unapplied({"mode": "parallel", "batch": 8}, read_back) == {"mode": "not read back"}
+    assert unapplied({"devices": 4}, {"devices": 4}) == {}

@@ -120,7 +120,7 @@ class SweepRow:
     ci_ms: tuple[float, float]  # 95% bootstrap interval of the median
     speedup: float  # against `SweepResult.baseline_of` this cell
     speedup_ci: tuple[float, float]
-    verdict: str  # "baseline", "faster", "slower", "within noise", or too few runs
+    verdict: str  # "baseline", "faster", "slower", "within noise", too few runs, "not applied"
     predicted_ms: float | None
 
 
@@ -185,6 +185,8 @@ class SweepResult:
             if base and index != base_index:
                 speedup, s_low, s_high = stats.bootstrap_ratio_ci(base, values, rng)
                 verdict = stats.verdict(s_low, s_high)
+                if self.not_applied(index) or self.not_applied(base_index):
+                    verdict = "not applied"  # the runs did not measure the setting
             else:
                 speedup, s_low, s_high, verdict = 1.0, 1.0, 1.0, "baseline"
             rows.append(
@@ -201,6 +203,11 @@ class SweepResult:
                 )
             )
         return rows
+
+    def not_applied(self, index: int) -> str:
+        """The knobs of cell `index` its framework did not confirm ('inter=2 (not read back)'),
+        or '' (see `frameworks.sweep.note_unapplied`)."""
+        return str(self.read_back.get(index, {}).get("not_applied", ""))
 
     def baseline_of(self, index: int) -> int:
         """The cell a cell is compared with: the same graph parameters with the baseline's

@@ -39,7 +39,7 @@ from ..config import cpu_count
 from ..experiments import stats
 from ..experiments.machine_load import LoadMonitor, busy_note
 from ..interrupts import RELAY, end_listener
-from .knobs import Framework, framework
+from .knobs import Framework, framework, unapplied_text
 from .pool import Stopped, Worker, Workers
 from .sweep import check_knobs, label_of, pickled_build, setup_request
 
@@ -423,6 +423,12 @@ class FrameworkDashboard:
             line += "; " + html.escape(measured.speedup_text(self.pinned))
         if measured.read_back:
             line += f"<br>{self.framework.title} reported: {html.escape(str(measured.read_back))}"
+            missing = unapplied_text(measured.knobs, measured.read_back)
+            if missing:
+                line += (
+                    f"<br><b>Not applied</b>: {html.escape(missing)}: these steps ran with "
+                    f"{self.framework.title}'s defaults, not this setting"
+                )
         if measured.busy:
             line += f"<br><b>Busy machine</b>: {html.escape(measured.busy)}."
         self.status.value = line

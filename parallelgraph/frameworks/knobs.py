@@ -220,6 +220,38 @@ def common_read_back(setting: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def unapplied(asked: Mapping[str, Any], read_back: Mapping[str, Any]) -> dict[str, str]:
+    """The knobs of `asked` (those set, not None) that the read-back does not confirm, each
+    with what was read back: "not read back" where the framework said nothing of it (a NumPy
+    build that made no `setting.pool()`, an ONNX Runtime build that made its own session), else
+    the value it reported instead. Such a setting was not measured: a sweep keeps it out of its
+    verdicts and says so."""
+    missing = {}
+    for key, want in asked.items():
+        if want is None or key not in KNOWN_KNOBS:
+            continue
+        got = read_back.get(key)
+        if key == "blas" and isinstance(got, Mapping):  # every BLAS/OpenMP pool found
+            wrong = {pool: n for pool, n in got.items() if n != want}
+            if wrong:
+                missing[key] = f"reported {wrong}"
+        elif key == "cores":
+            if got is not None and got != want:
+                missing[key] = f"reported {got}"
+        elif got is None:
+            missing[key] = "not read back"
+        elif got != want:
+            missing[key] = f"reported {got!r}"
+    return missing
+
+
+def unapplied_text(asked: Mapping[str, Any], read_back: Mapping[str, Any]) -> str:
+    """'inter=2 (not read back), intra=2 (reported 1)', or '' when every knob was applied."""
+    return ", ".join(
+        f"{key}={asked[key]} ({why})" for key, why in unapplied(asked, read_back).items()
+    )
+
+
 def _thread_advice(
     inter: str, intra: str
 ) -> dict[str, Callable[[dict[str, Any], int], dict[str, Any]]]:

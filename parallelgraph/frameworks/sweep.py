@@ -17,7 +17,10 @@ each against a way such measurements go wrong by hand:
 - **Timed inside the worker**: `perf_counter_ns` around `step()` and nothing else, so a
   measurement costs the step what a bare loop costs it (benchmarks/framework_sweep.py).
 - **Read back**: each worker reports the threads the framework says it uses; the result keeps
-  them (`SweepResult.read_back`) and a setting the framework did not take is said.
+  them (`SweepResult.read_back`). A setting the framework did not confirm — not read back (a
+  NumPy build that made no `setting.pool()`, an ONNX Runtime build that made its own session)
+  or reported otherwise — is marked "not applied": said beside the table, and given no
+  verdict, since its runs measured the framework's defaults.
 - **Traced with the framework's profiler** (`trace=True`): after the rounds, one step per
   setting is profiled, loaded with `Trace.load`, kept in `result.traces` and explained in the
   framework's words; the replay of the baseline's trace predicts each setting (`predicted ms`).
@@ -51,7 +54,7 @@ from ..experiments.sweeps import (
     progress_bar,
 )
 from ..trace.model import Trace
-from .knobs import CHECKS, PROFILE_PREFIX, Framework, Setting, framework
+from .knobs import CHECKS, PROFILE_PREFIX, Framework, Setting, framework, unapplied_text
 from .pool import FrameworkError, Stopped, Worker, Workers
 from .travel import pack as pickled_build
 
@@ -260,6 +263,7 @@ def framework_sweep(
         started = runner.start(workers, cells, result.is_knob)
         runner.live = workers.pids()
         result.read_back = {i: reply["read_back"] for i, (_, reply) in enumerate(started)}
+        note_unapplied(result)
         ordered = [worker for worker, _ in started]
         if noise_check:
             base = ordered[result.baseline]
@@ -286,6 +290,22 @@ def framework_sweep(
     if trace and result.complete and predict:
         predict_from_traces(result)
     return result
+
+
+def note_unapplied(result: SweepResult) -> None:
+    """Mark each cell whose knobs the framework did not confirm (`knobs.unapplied`) in its
+    read-back, which keeps it out of the verdicts, and say so beside the table."""
+    chosen = framework(result.framework or "")
+    for index, cell in enumerate(result.cells):
+        _, knobs = result.split(cell)
+        read_back = result.read_back.get(index, {})
+        missing = unapplied_text(knobs, read_back)
+        if missing:
+            read_back["not_applied"] = missing
+            result.notes.append(
+                f"not applied: {label_of(chosen, cell)}: {missing}; the framework did not "
+                "confirm the setting, so its runs did not measure it (no verdict)"
+            )
 
 
 def traced(workers: Sequence[Worker], notes: list[str]) -> dict[int, list[Trace]]:

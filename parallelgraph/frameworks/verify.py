@@ -24,7 +24,7 @@ from ..config import cpu_count
 from ..experiments import stats
 from ..experiments.sweeps import SweepResult, SweepRun
 from ..explain.evidence import Advice
-from .knobs import Framework
+from .knobs import Framework, unapplied, unapplied_text
 from .pool import Workers
 from .sweep import Runner, label_of, predicted_ratio, replay_config
 
@@ -42,7 +42,9 @@ class Verification:
     after_ms: list[float]
     speedup: float  # median(before) / median(after)
     speedup_ci: tuple[float, float]
-    verdict: str  # stats.verdict: "faster", "slower", "within noise", "too few runs"
+    #: stats.verdict ("faster", "slower", "within noise", "too few runs"), or "not applied"
+    #: when the framework did not confirm a changed knob of `after`: then nothing was verified
+    verdict: str
     predicted_speedup: float | None  # the replay's, from the cell's trace
     complete: bool = True
 
@@ -64,6 +66,10 @@ class Verification:
             "within noise": (
                 "the CI includes 1.0, so these runs cannot tell it from no change: not shown "
                 "to help (more repeats, or a quieter machine, would narrow the CI)"
+            ),
+            "not applied": (
+                "no verdict: the framework did not confirm the advised setting, so these runs "
+                "did not measure it"
             ),
         }.get(self.verdict, "too few runs to tell")
         lines = [
@@ -87,7 +93,9 @@ class Verification:
             )
         else:
             lines.append("The replay made no prediction for this trace.")
-        lines.extend(_not_taken(self.after, self.read_back))
+        missing = unapplied_text(self.after, self.read_back)
+        if missing:
+            lines.append(f"Not applied: {missing}.")
         if not self.complete:
             lines.append("INCOMPLETE: interrupted; the numbers are what was measured before.")
         return "\n".join(lines)
@@ -97,16 +105,6 @@ class Verification:
 
         items = "".join(f"<li>{html.escape(line)}</li>" for line in str(self).splitlines())
         return f"<div class='parallelgraph-verify'><b>verify()</b><ul>{items}</ul></div>"
-
-
-def _not_taken(asked: Mapping[str, Any], read_back: Mapping[str, Any]) -> list[str]:
-    """A sentence per knob the framework reported differently from what was asked."""
-    lines = []
-    for key in ("inter", "intra", "mode", "devices"):
-        want, got = asked.get(key), read_back.get(key)
-        if want is not None and got is not None and isinstance(got, type(want)) and got != want:
-            lines.append(f"The framework reported {key}={got}, not the {want} asked for.")
-    return lines
 
 
 def advised_setting(result: SweepResult, index: int, advice: Any) -> tuple[str, dict[str, Any]]:
@@ -196,7 +194,11 @@ def compared(
         after_ms=after_ms,
         speedup=speedup,
         speedup_ci=(low, high),
-        verdict=stats.verdict(low, high),
+        verdict=(
+            "not applied"
+            if any(before.get(k) != after[k] for k in unapplied(after, read_back[1]))
+            else stats.verdict(low, high)
+        ),
         predicted_speedup=predicted,
         complete=complete,
     )
