@@ -283,7 +283,7 @@ def explain(trace: Trace, *branches: str) -> Explanation:
     work = analysis.total_work_ns(trace)
     used = max(1, len(analysis.compute_lanes(trace)))
     path = analysis.critical_path(trace)
-    bound = analysis.lower_bound_ns(trace, used)  # the one bound: max(work / P, path)
+    bound = analysis.bound_ns(work, used, path.length_ns)  # the one bound: max(work / P, path)
     makespan = trace.end - trace.start
     gpu_busy = analysis.gpu_busy(trace)
     possible = None if gpu_busy is not None else possible_workers(info.cores, used)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import enum
 import statistics
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ..costs import inexpensive_ns
@@ -16,6 +18,7 @@ from ..executors.registry import find_executor
 from ..plan_notes import NoteKind, plan_notes
 from ..trace import analysis
 from ..trace.branches import Branch, overlap_of
+from ..trace.intervals import Intervals
 from ..trace.lanes import LaneKind
 from ..trace.model import EventKind
 from .evidence import (
@@ -101,11 +104,50 @@ class PairReport:
 
 @dataclass(frozen=True)
 class Context:
+    """What every check reads: the trace, how it was run, the branches; and the facts of the
+    whole trace that the checks of every pair ask for, each computed once (when first asked),
+    not once per pair (explain() compares up to `parallelgraph.explain.MAX_PAIRS` pairs)."""
+
     trace: Trace
     config: RunConfig  # the run's settings (empty for a trace that records none)
     cores: int | None  # the run's machine's CPUs, when the trace records them
     knobs: SettingWords
     branches: dict[str, Branch]  # by label: the branches being compared
+
+    @cached_property
+    def flow(self) -> analysis.DataFlow:
+        """Who consumed whom (`analysis.DataFlow`)."""
+        return analysis.DataFlow(self.trace)
+
+    @cached_property
+    def workers(self) -> list[str]:
+        """`analysis.worker_lanes`: the lanes that ran ops."""
+        return analysis.worker_lanes(self.trace)
+
+    @cached_property
+    def workers_busy(self) -> list[Intervals]:
+        """When each of `workers` ran an op (`analysis.lane_op_spans`)."""
+        return analysis.lane_op_spans(self.trace, self.workers)
+
+    @cached_property
+    def ops_concurrency(self) -> float:
+        """How much of the time two or more whole ops ran at once (`analysis.concurrency`)."""
+        return analysis.concurrency(self.trace, ops_only=True)
+
+    @cached_property
+    def ops_by_name(self) -> dict[str, TraceEvent]:
+        """`analysis.op_events_by_name`."""
+        return analysis.op_events_by_name(self.trace)
+
+    @cached_property
+    def has_shards(self) -> bool:
+        """Whether any op of the trace was split into shards."""
+        return any(event.kind == EventKind.SHARD for event in self.trace.events)
+
+    @cached_property
+    def top_scopes(self) -> Counter[str]:
+        """How many outermost ops each top-level scope has ("<root>" for those in none)."""
+        return Counter(_top_scope(e) for e in self.trace.ops())
 
     @property
     def recorded(self) -> bool:
@@ -146,7 +188,7 @@ def _idle_text(context: Context, evidence: Undetermined) -> str:
     idle = [f"{lane} {share:.0%}" for lane, share in evidence.idle_share if share >= 0.01]
     parts = [f"idle: {', '.join(idle[:3])}"] if idle else []
     inter = context.config.inter_op_threads
-    lanes = len(analysis.worker_lanes(context.trace))
+    lanes = len(context.workers)
     if context.trace.source == "parallelgraph" and inter is not None and inter > lanes:
         parts.append(f"{inter - lanes} of the {inter} inter-op threads ran no op at all")
     return "; ".join(parts) or "idle: none measured"
@@ -157,7 +199,7 @@ def _undetermined(context: Context, a: Branch, b: Branch) -> Undetermined:
     window = [(min(a.busy[0][0], b.busy[0][0]), max(a.busy[-1][1], b.busy[-1][1]))]
     size = window[0][1] - window[0][0]
     idle = []
-    for lane in analysis.worker_lanes(trace):
+    for lane in context.workers:
         busy = analysis.length(analysis.intersect(trace.work_intervals.get(lane, []), window))
         idle.append((lane, 1 - busy / size if size else 0.0))
     idle.sort(key=lambda item: -item[1])
@@ -168,10 +210,10 @@ Found = tuple[Cause, str, Any] | None
 
 
 def _dependency(context: Context, a: Branch, b: Branch) -> Found:
-    found = analysis.heaviest_dependency(context.trace, a.ops, b.ops)
+    found = analysis.heaviest_dependency(context.trace, a.ops, b.ops, context.flow)
     if found is None or found.share < DEPENDENCY_SHARE:
         return None
-    chain = analysis.input_chain(context.trace, found.producer, found.consumer)
+    chain = analysis.input_chain(context.trace, found.producer, found.consumer, context.flow)
     evidence = DependencyEvidence(found.producer, found.consumer, chain, found.count, found.share)
     via = f" (through {' -> '.join(chain[1:-1][:3])})" if len(chain) > 2 else ""
     return (
@@ -210,7 +252,7 @@ def _one_worker(context: Context, a: Branch, b: Branch) -> Found:
     lanes = {e.lane for e in ops}
     if _on_streams(trace, ops):  # GPU ops: streams decide
         return _one_stream(context, ops, lanes)
-    concurrency = analysis.concurrency(trace, ops_only=True)  # an op's own threads aside
+    concurrency = context.ops_concurrency  # an op's own threads aside
     ordered = tuple(sorted(lanes))
     if config.inter_op_threads == 1:
         return (
@@ -225,15 +267,11 @@ def _one_worker(context: Context, a: Branch, b: Branch) -> Found:
             Cause.ONE_WORKER,
             f"Cause: {context.knobs.one_at_a_time} — no two ops in the whole trace ran at the "
             f"same time (on {where}; two ops at once {concurrency:.0%} of the time"
-            + (", an op's own intra-op threads aside" if _has_shards(trace) else "")
+            + (", an op's own intra-op threads aside" if context.has_shards else "")
             + "), so independent ops queued up.",
             OneAtATimeEvidence(ordered, concurrency, None),
         )
     return None
-
-
-def _has_shards(trace: Trace) -> bool:
-    return any(event.kind == EventKind.SHARD for event in trace.events)
 
 
 def _one_stream(context: Context, ops: tuple[TraceEvent, ...], lanes: set[str]) -> Found:
@@ -269,19 +307,22 @@ def _one_stream(context: Context, ops: tuple[TraceEvent, ...], lanes: set[str]) 
 def _all_busy(context: Context, a: Branch, b: Branch) -> Found:
     """Every worker was occupied while one branch ran alone, or while the later one waited to
     start (from the earlier one's start to its own first op)."""
-    trace = context.trace
-    workers = analysis.worker_lanes(trace)
+    trace, workers, busy = context.trace, context.workers, context.workers_busy
     if len(workers) < 2 or not a.busy or not b.busy:
         return None
     alone = analysis.exclusive_time(a.busy, b.busy)
     first, later = sorted((a, b), key=lambda branch: branch.busy[0][0])
     waited = [(first.busy[0][0], later.busy[0][0])] if later.busy[0][0] > first.busy[0][0] else []
-    while_alone = analysis.all_busy_fraction(trace, workers, alone)
-    while_waiting = analysis.all_busy_fraction(trace, workers, waited) if waited else 0.0
+    while_alone = analysis.all_busy_fraction(trace, workers, alone, busy)
+    while_waiting = analysis.all_busy_fraction(trace, workers, waited, busy) if waited else 0.0
     if max(while_alone, while_waiting) < ALL_BUSY:
         return None
-    mine = {id(e) for e in a.ops + b.ops}
-    others = sorted({e.scope.split("/")[0] or "<root>" for e in trace.ops() if id(e) not in mine})
+    # the scopes of the outermost ops not in either branch: the trace's counts less theirs
+    left = context.top_scopes.copy()
+    left.subtract(
+        _top_scope(e) for e in {id(e): e for e in a.ops + b.ops}.values() if e.parent is None
+    )
+    others = sorted(scope for scope, count in left.items() if count > 0)
     by_waiting = while_waiting >= while_alone
     when = f"until {later.label} started" if by_waiting else "while one of them ran alone"
     window = waited if by_waiting else alone
@@ -295,6 +336,10 @@ def _all_busy(context: Context, a: Branch, b: Branch) -> Found:
         + "; no worker was free to start the other.",
         evidence,
     )
+
+
+def _top_scope(event: TraceEvent) -> str:
+    return event.scope.split("/")[0] or "<root>"
 
 
 def short_share(ops: Iterable[TraceEvent]) -> float:
@@ -348,7 +393,7 @@ def _too_short(context: Context, a: Branch, b: Branch) -> Found:
 
 
 def _latency(context: Context, a: Branch, b: Branch) -> Found:
-    waits = analysis.input_wait(context.trace, a.ops + b.ops)
+    waits = analysis.input_wait(context.trace, a.ops + b.ops, by_name=context.ops_by_name)
     if not waits or statistics.median(waits) < LATENCY_NS:
         return None
     spec = find_executor(context.config.executor)

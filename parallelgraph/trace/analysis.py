@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ..devices import DeviceKind, device_kind
-from .intervals import intersect, length, merge, subtract
+from .intervals import Intervals, intersect, length, merge, subtract
 from .model import WORK, EventKind, TraceEvent
 
 if TYPE_CHECKING:
@@ -226,11 +227,17 @@ def lower_bound_ns(trace: Trace, workers: int | None = None) -> int:
     return bound_ns(total_work_ns(trace), workers, critical_path(trace).length_ns)
 
 
-def input_wait(trace: Trace, events: Iterable[TraceEvent], across_lanes: bool = False) -> list[int]:
+def input_wait(
+    trace: Trace,
+    events: Iterable[TraceEvent],
+    across_lanes: bool = False,
+    by_name: Mapping[str, TraceEvent] | None = None,
+) -> list[int]:
     """For each op with traced inputs: ns between its last input's end and its own start.
     `across_lanes`: only ops whose last input ended on another lane (a hand-off: what
-    `parallelgraph.calibration` measures)."""
-    by_name = op_events_by_name(trace)
+    `parallelgraph.calibration` measures); `by_name`: `op_events_by_name(trace)`, when the
+    caller asks for many sets of events."""
+    by_name = op_events_by_name(trace) if by_name is None else by_name
     waits = []
     for event in events:
         producers = [by_name[name] for name in event.inputs if name in by_name]
@@ -302,11 +309,14 @@ def ancestors(graph: dict[str, set[str]], names: Iterable[str]) -> set[str]:
     return seen
 
 
-def input_chain(trace: Trace, producer: str, consumer: str) -> tuple[str, ...]:
+def input_chain(
+    trace: Trace, producer: str, consumer: str, flow: DataFlow | None = None
+) -> tuple[str, ...]:
     """The shortest path of data inputs from `producer` to `consumer` (both included), each
     name an input of the next or of an op nested in it (`data_inputs`); () when the consumer
-    does not (transitively) consume the producer."""
-    graph = data_inputs(trace)
+    does not (transitively) consume the producer. `flow`: the trace's `DataFlow`, when the
+    caller asks many questions of it."""
+    graph = (flow or DataFlow(trace)).inputs
     came_from: dict[str, str | None] = {consumer: None}
     frontier = [consumer]
     while frontier and producer not in came_from:
@@ -326,14 +336,23 @@ def input_chain(trace: Trace, producer: str, consumer: str) -> tuple[str, ...]:
     return tuple(chain)
 
 
-def _readers_of(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """`graph` reversed: for each op name, the ops that read it (`ancestors` of this graph are
-    the ops that transitively consumed the named ones)."""
-    readers: dict[str, set[str]] = {name: set() for name in graph}
-    for name, inputs in graph.items():
-        for source in inputs:
-            readers[source].add(name)
-    return readers
+class DataFlow:
+    """Who consumed whom in a trace, built once for the many questions asked of it (explain()
+    asks one per pair of branches, and each answer took a pass over the whole trace):
+    `inputs` (`data_inputs`), `parent` (each op's enclosing op), and `readers` (`inputs`
+    reversed: for each op, the ops that read it), made when first asked. Read-only."""
+
+    def __init__(self, trace: Trace):
+        self.inputs = data_inputs(trace)
+        self.parent = {e.name: e.parent for e in trace.ops(nested=True)}
+
+    @cached_property
+    def readers(self) -> dict[str, set[str]]:
+        readers: dict[str, set[str]] = {name: set() for name in self.inputs}
+        for name, inputs in self.inputs.items():
+            for source in inputs:
+                readers[source].add(name)
+        return readers
 
 
 def enclosing_finder(
@@ -386,18 +405,21 @@ class Dependency:
 
 
 def heaviest_dependency(
-    trace: Trace, ops_a: Iterable[TraceEvent], ops_b: Iterable[TraceEvent]
+    trace: Trace,
+    ops_a: Iterable[TraceEvent],
+    ops_b: Iterable[TraceEvent],
+    flow: DataFlow | None = None,
 ) -> Dependency | None:
     """Of the two directions (b needs a, a needs b), the one whose needed ops hold the larger
-    share of their branch's busy time; None when neither branch needs the other."""
-    graph = data_inputs(trace)
-    parent = {e.name: e.parent for e in trace.ops(nested=True)}
-    readers: dict[str, set[str]] | None = None  # made once, when a direction needs it
+    share of their branch's busy time; None when neither branch needs the other. `flow`: the
+    trace's `DataFlow`, when the caller asks about many pairs."""
+    flow = flow or DataFlow(trace)
+    graph = flow.inputs
     a = {e.name: e for e in ops_a}
     b = {e.name: e for e in ops_b}
     best: Dependency | None = None
     for consumers, producers in ((b, a), (a, b)):
-        lift = enclosing_finder(parent, producers.__contains__)  # each op: its branch's op
+        lift = enclosing_finder(flow.parent, producers.__contains__)  # op -> producer around it
         upstream = ancestors(graph, consumers)
         needed = {lift(name) for name in upstream} - {None}
         if not needed:
@@ -407,8 +429,7 @@ def heaviest_dependency(
         heaviest = max(sorted(needed), key=lambda n: producers[n].work_ns)
         # the first consumer, by name, that (transitively) read the heaviest op or one nested
         # in it: the readers of those ops, found in one walk, not one walk per consumer
-        readers = _readers_of(graph) if readers is None else readers
-        fed = ancestors(readers, [name for name in upstream if lift(name) == heaviest])
+        fed = ancestors(flow.readers, [name for name in upstream if lift(name) == heaviest])
         consumer = min(c for c in consumers if c in fed)
         found = Dependency(heaviest, consumer, len(needed), held / busy if busy else 1.0)
         if best is None or found.share > best.share:
@@ -416,16 +437,27 @@ def heaviest_dependency(
     return best
 
 
-def all_busy_fraction(trace: Trace, lanes: list[str], window: list[tuple[int, int]]) -> float:
-    """Fraction of the `window` intervals during which every one of `lanes` was running an op."""
-    total = sum(end - start for start, end in window)
-    if not total or not lanes:
-        return 0.0
+def lane_op_spans(trace: Trace, lanes: Sequence[str]) -> list[Intervals]:
+    """For each of `lanes`, when it was running an op (its outermost ops' work spans)."""
     on_lane: dict[str, list[TraceEvent]] = {lane: [] for lane in lanes}
     for event in trace.ops():  # one pass, not one per lane: O(events + lanes)
         if event.lane in on_lane:
             on_lane[event.lane].append(event)
-    busy_per_lane = [trace.work_spans(on_lane[lane]) for lane in lanes]
+    return [trace.work_spans(on_lane[lane]) for lane in lanes]
+
+
+def all_busy_fraction(
+    trace: Trace,
+    lanes: list[str],
+    window: list[tuple[int, int]],
+    busy: Sequence[Intervals] | None = None,
+) -> float:
+    """Fraction of the `window` intervals during which every one of `lanes` was running an op;
+    `busy`: `lane_op_spans(trace, lanes)`, when the caller asks about many windows."""
+    total = sum(end - start for start, end in window)
+    if not total or not lanes:
+        return 0.0
+    busy_per_lane = lane_op_spans(trace, lanes) if busy is None else busy
     covered = window
     for busy in busy_per_lane:
         covered = intersect(covered, busy)
