@@ -14,7 +14,11 @@
 - a folder, a socket or a block device is refused with an `OSError` naming the path; nothing
   is created or replaced.
 
-Every error is an `OSError` whose message starts with the path the user gave.
+Every error of the file system is an `OSError` whose message starts with the path the user gave:
+also one raised while the data goes out (a full disk, `/dev/full`, a FIFO whose reader left),
+which Python would report as "[Errno 28] No space left on device" and nothing else. Any other
+error of `write` (the caller's serializer) passes through unchanged; either way a regular file
+is left as it was.
 """
 
 from __future__ import annotations
@@ -40,6 +44,14 @@ def _refuse(path: Path, code: int, what: str) -> OSError:
     return _error(code, f"{path}: {what}; nothing was written")
 
 
+def _named(path: Path, problem: OSError, what: str) -> OSError:
+    """`problem` (raised while writing `path`) as an OSError whose text starts with the path."""
+    if str(problem).startswith(str(path)):
+        return problem
+    reason = problem.strerror or str(problem)
+    return _error(problem.errno or errno.EIO, f"{path}: {what} ({reason})")
+
+
 def _stream(path: Path, target: str, mode: int, write: Writer) -> None:
     flags = os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)
     if stat.S_ISFIFO(mode):
@@ -53,8 +65,11 @@ def _stream(path: Path, target: str, mode: int, write: Writer) -> None:
         raise _error(problem.errno, message) from None
     if stat.S_ISFIFO(mode):
         os.set_blocking(descriptor, True)  # the reader is there: write it all, as a pipe does
-    with os.fdopen(descriptor, "wb") as file:
-        write(file)
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            write(file)
+    except OSError as problem:  # /dev/full, a reader that went away
+        raise _named(path, problem, "writing failed") from None
 
 
 def _temporary(folder: str, name: str) -> tuple[int, str]:
@@ -105,7 +120,10 @@ def write_file(path: str | Path, write: Writer, *, make_parents: bool = True) ->
             raise _refuse(path, errno.EINVAL, "is not a regular file, FIFO or character device")
     folder, name = os.path.split(target)
     if make_parents:
-        Path(folder).mkdir(parents=True, exist_ok=True)
+        try:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+        except OSError as problem:  # a read-only place, a file where a folder would go
+            raise _named(path, problem, f"cannot make the folder {folder}") from None
     try:
         descriptor, temporary = _temporary(folder, name)
     except OSError as problem:  # a read-only folder or file system, a full disk
@@ -120,11 +138,14 @@ def write_file(path: str | Path, write: Writer, *, make_parents: bool = True) ->
                 _keep_owner(file.fileno(), existing)
             os.fsync(file.fileno())
         os.replace(temporary, target)
-    except BaseException:
+    except BaseException as problem:
         try:
             os.unlink(temporary)
         except FileNotFoundError:
             pass
+        if isinstance(problem, OSError):  # a full disk, a file too large: the old file stays
+            kept = "the file was left as it was" if existing else "nothing was written"
+            raise _named(path, problem, f"writing failed; {kept}") from None
         raise
     return path
 
