@@ -251,3 +251,24 @@ def test_a_build_function_returning_tensors_is_swept_like_the_dashboards():
         predict=False,
     )
     assert len(result.rows()) == 4 and len(pg.get_default_graph()) == before
+
+
+@pytest.mark.parametrize("framework", [None, "numpy"])
+def test_a_grid_key_given_in_the_grid_and_as_a_keyword_is_refused_not_dropped(framework):
+    with pytest.raises(ValueError, match=r"'intra' is given twice, in the grid \('intra': \[1, 2\]"
+                       r"\) and as the keyword intra=\[4\]"):  # fmt: skip
+        pg.sweep("two-networks", {"intra": [1, 2]}, intra=[4], framework=framework)
+
+
+def test_one_setting_under_two_names_is_refused_not_dropped():
+    with pytest.raises(ValueError, match="'inter' and 'inter_op_threads' both set the Config"):
+        pg.sweep("two-networks", {"inter": [1]}, inter_op_threads=[2], progress=False)
+
+
+def test_a_typo_of_an_argument_names_the_argument_meant():
+    with pytest.raises(TypeError, match=r"no argument 'repeat'; did you mean repeats=5\?"):
+        pg.sweep("two-networks", {"size": ["tiny"]}, repeat=5)
+    with pytest.raises(ValueError, match=r"grid key 'intre' .*; did you mean 'intra'\?"):
+        pg.sweep("two-networks", {"size": ["tiny"], "intre": [1]})
+    with pytest.raises(ValueError, match=r"grid key 'warmups' .*; did you mean 'warmup'\?"):
+        pg.sweep("two-networks", {"size": ["tiny"]}, warmups=[1])

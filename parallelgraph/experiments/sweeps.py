@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import difflib
+import inspect
 import itertools
 import json
 import warnings
@@ -442,15 +444,15 @@ def sweep(
     **grid_values: Sequence[Any],
 ) -> SweepResult:
     """Measure every cell of `grid` `repeats` times, interleaved (see the module docstring).
-    Grid values may also be given as keywords (`inter=[1, 2]`), merged into `grid`.
+    Grid values may also be given as keywords (`inter=[1, 2]`), merged into `grid`; a key given
+    both ways (or one Config setting under two names) is refused, never dropped.
 
     >>> result = pg.sweep("two-networks", {"size": ["small"], "inter": [1, 2], "intra": [1, 2]},
     ...                   repeats=20)                                     # doctest: +SKIP
     >>> print(result); result.heatmap()                                  # doctest: +SKIP
     >>> pg.sweep(build, framework="pytorch", inter=[1, 2], intra=[1, 2])  # doctest: +SKIP
     """
-    if grid is None or isinstance(grid, Mapping):
-        grid = {**(grid or {}), **grid_values}
+    grid = merged_grid(grid, grid_values)
     if framework is not None:
         from ..frameworks.sweep import framework_sweep
 
@@ -462,6 +464,7 @@ def sweep(
     if trace:
         raise ValueError("sweep(trace=True) is for framework sweeps: every run here is traced")
     grid = checked_grid(build, grid, repeats, warmup, seed, precision)
+    _one_name_per_setting(grid)
     cells = [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
     base_index = 0
     if baseline:
@@ -492,6 +495,50 @@ MAX_CELLS = 1024
 PRESET_PARAMETERS = ("size", "dtype", "device_name")
 
 
+def merged_grid(grid: Any, keywords: Mapping[str, Any]) -> Any:
+    """`grid` with the values given as keywords added; a ValueError naming a key given both in
+    the grid and as a keyword (one of the two would be dropped). A `grid` that is no mapping
+    comes back as it is, for `checked_grid` to refuse."""
+    if grid is not None and not isinstance(grid, Mapping):
+        return grid
+    grid = dict(grid or {})
+    twice = [key for key in grid if key in keywords]
+    if twice:
+        key = twice[0]
+        raise ValueError(
+            f"sweep: grid key {key!r} is given twice, in the grid ({key!r}: "
+            f"{grid[key]!r:.40}) and as the keyword {key}={keywords[key]!r:.40}; give it once"
+        )
+    return {**grid, **keywords}
+
+
+def _one_name_per_setting(grid: Mapping[str, Any]) -> None:
+    """A ValueError when two grid keys name one Config setting ("inter" and
+    "inter_op_threads"): a session takes one value, so the other key's would be dropped."""
+    named: dict[str, str] = {}
+    for key in grid:
+        setting = _config_key(key)
+        if setting is not None and setting in named:
+            raise ValueError(
+                f"sweep: grid keys {named[setting]!r} and {key!r} both set the Config setting "
+                f"{setting!r}; give it once"
+            )
+        if setting is not None:
+            named[setting] = key
+
+
+def _arguments() -> list[str]:
+    """The arguments of `sweep` that are not grid keys (what a typo'd keyword may have meant)."""
+    skipped = {"build", "grid", "grid_values"}
+    return [name for name in inspect.signature(sweep).parameters if name not in skipped]
+
+
+def _did_you_mean(key: str, names: Sequence[str]) -> str | None:
+    """The name in `names` closest to `key` (a likely typo), or None."""
+    close = difflib.get_close_matches(key, names, n=1)
+    return close[0] if close else None
+
+
 def _whole(name: str, value: Any, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"sweep({name}={value!r}): need {name} >= {minimum}, a whole number")
@@ -511,12 +558,23 @@ def checked_grid(
     checked: dict[str, list[Any]] = {}
     for key, values in grid.items():
         if isinstance(values, (str, bytes, Mapping)) or not hasattr(values, "__iter__"):
+            meant = _did_you_mean(key, _arguments())
+            if meant is not None:  # repeat=5: a typo of an argument, not a grid key
+                raise TypeError(
+                    f"sweep() has no argument {key!r}; did you mean {meant}={values!r:.40}? "
+                    f"(a grid key takes a list of values: {key}=[...])"
+                )
             raise TypeError(f"grid[{key!r}] must be a list of values, got {values!r:.60}")
         if not values:
             raise ValueError(f"grid[{key!r}] is empty")
         if isinstance(build, str) and _config_key(key) is None and key not in PRESET_PARAMETERS:
             known = sorted({*SHORT_NAMES, *CONFIG_KEYS, *PRESET_PARAMETERS})
-            raise ValueError(f"grid key {key!r} is no preset parameter or Config setting: {known}")
+            meant = _did_you_mean(key, [*known, *_arguments()])
+            hint = f"; did you mean {meant!r}?" if meant else ""
+            raise ValueError(
+                f"grid key {key!r} is no preset parameter or Config setting{hint} (grid keys: "
+                f"{known}; sweep's own arguments: {_arguments()})"
+            )
         checked[key] = list(values)
     cells = int(np.prod([len(v) for v in checked.values()], dtype=object))
     if cells > MAX_CELLS:
