@@ -7,7 +7,8 @@ lists) `repeats` times. The design choices, each against a way "inconsistent res
   before round r + 1 starts — a machine that slows down (thermal, a neighbour) hurts all cells
   alike instead of whichever came last.
 - **Everything kept**: every measurement (a `SweepRun`: makespan from the trace, wall time,
-  round, position) is in the result, and goes to CSV/JSON.
+  round, position) is in the result, and goes to CSV/JSON beside each cell's median, CI,
+  speed-up and verdict (`sweep_files`: written safely, read back checked).
 - **The user's keys stay the user's**: a cell's summary (`SweepRow`) holds the grid values in
   `params`, exactly as named, and the statistics as fields. In `table()` and `to_csv()` a grid
   key spelled like a statistic's column ("n", "verdict", "round", ...) keeps its values and is
@@ -37,12 +38,9 @@ reported it used (`read_back`) and `verify()` to measure explain()'s advice.
 
 from __future__ import annotations
 
-import csv
-import dataclasses
 import difflib
 import inspect
 import itertools
-import json
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -58,6 +56,7 @@ from ..trace.model import Trace
 from . import stats
 from .machine_load import LoadMonitor, MachineLoad, busy_note, dask_client_threads
 from .measure import Planned, median_trace, run_schedule
+from .number_text import number_text, range_places, range_text
 from .preset_record import graph_and_fetches
 
 SHORT_NAMES = {"inter": "inter_op_threads", "intra": "intra_op_threads"}
@@ -97,7 +96,21 @@ TABLE_COLUMNS = (
     "verdict",
     "predicted ms",
 )
-CSV_COLUMNS = ("round", "position", "makespan_ms", "wall_ms")
+#: In `to_csv`, a run's own columns come first, then its cell's summary (empty where a number
+#: does not exist, such as the CI of too few runs).
+CSV_COLUMNS = (
+    "round",
+    "position",
+    "makespan_ms",
+    "wall_ms",
+    "cell_median_ms",
+    "cell_ci_low_ms",
+    "cell_ci_high_ms",
+    "speedup",
+    "speedup_ci_low",
+    "speedup_ci_high",
+    "verdict",
+)
 
 
 def param_columns(keys: Sequence[str], taken: Sequence[str]) -> list[str]:
@@ -115,6 +128,7 @@ class SweepRow:
     """The summary of one cell: its grid values (`params`, exactly as the grid named them: a
     grid key called "n" or "verdict" stays the user's) and its statistics, in ms."""
 
+    cell: int  # its index in `SweepResult.cells`
     params: dict[str, Any]
     n: int  # runs measured
     median_ms: float
@@ -193,6 +207,7 @@ class SweepResult:
                 speedup, s_low, s_high, verdict = 1.0, 1.0, 1.0, "baseline"
             rows.append(
                 SweepRow(
+                    cell=index,
                     params=dict(params),
                     n=len(values),
                     median_ms=stats.median(values),
@@ -255,12 +270,12 @@ class SweepResult:
                 [
                     *(str(row.params[k]) for k in keys),
                     str(row.n),
-                    f"{row.median_ms:.2f}",
-                    f"{row.iqr_ms[0]:.1f}-{row.iqr_ms[1]:.1f}",
-                    f"{row.ci_ms[0]:.1f}-{row.ci_ms[1]:.1f}",
-                    f"{row.speedup:.2f} ({row.speedup_ci[0]:.2f}-{row.speedup_ci[1]:.2f})",
+                    number_text(row.median_ms, at_least=range_places(*row.ci_ms)),
+                    range_text(*row.iqr_ms),
+                    range_text(*row.ci_ms),
+                    f"{number_text(row.speedup)} ({range_text(*row.speedup_ci)})",
                     row.verdict,
-                    "-" if row.predicted_ms is None else f"{row.predicted_ms:.2f}",
+                    "-" if row.predicted_ms is None else number_text(row.predicted_ms),
                 ]
             )
         return header, lines
@@ -312,74 +327,45 @@ class SweepResult:
 
     # -- files ----------------------------------------------------------------------------------
     def to_document(self) -> dict[str, Any]:
-        """Everything but the traces, as JSON-ready values (`to_json` writes it)."""
-        return {
-            "format": "parallelgraph-sweep/1",
-            "grid": self.grid,
-            "cells": self.cells,
-            "baseline": self.baseline,
-            "complete": self.complete,
-            "seed": self.seed,
-            "noise": self.noise,
-            "notes": self.notes,
-            "predicted_ms": {str(k): v for k, v in self.predicted_ms.items()},
-            "framework": self.framework,
-            "read_back": {str(k): v for k, v in self.read_back.items()},
-            "machine": None if self.machine is None else dataclasses.asdict(self.machine),
-            "measurements": [m.__dict__ for m in self.measurements],
-        }
+        """Everything but the traces, as JSON-ready values, with each cell's summary beside the
+        measurements (`sweep_files.document`; `to_json` writes it)."""
+        from .sweep_files import document
+
+        return document(self)
 
     def to_json(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_text(json.dumps(self.to_document(), indent=1, default=str))
-        return path
+        """Write `to_document()` as JSON to `path` (see `sweep_files`: atomic for a regular
+        file, a FIFO streamed, every error naming the path); returns it as a Path."""
+        from .sweep_files import write_json
+
+        return write_json(self, path)
 
     @classmethod
     def load(cls, path: str | Path) -> SweepResult:
-        """Read a result written by `to_json` (traces are not stored, so none come back)."""
-        document = json.loads(Path(path).read_text())
-        if document.get("format") != "parallelgraph-sweep/1":
-            raise ValueError(f"{path}: not a parallelgraph sweep result")
-        return cls.from_document(document)
+        """Read a result written by `to_json`, now or by an older version (traces are not
+        stored, so none come back); a ValueError starting with the path for a damaged file."""
+        from .sweep_files import read_document
+
+        document, source = read_document(path)
+        return cls.from_document(document, source)
 
     @classmethod
-    def from_document(cls, document: Mapping[str, Any]) -> SweepResult:
-        """The result `to_document` described."""
-        return cls(
-            grid=document["grid"],
-            cells=document["cells"],
-            measurements=[SweepRun(**m) for m in document["measurements"]],
-            baseline=document["baseline"],
-            complete=document["complete"],
-            seed=document["seed"],
-            noise=document.get("noise", {}),
-            notes=list(document.get("notes", [])),
-            predicted_ms={int(k): v for k, v in document.get("predicted_ms", {}).items()},
-            framework=document.get("framework"),
-            read_back={int(k): v for k, v in document.get("read_back", {}).items()},
-            machine=_machine(document.get("machine")),
-        )
+    def from_document(cls, document: Mapping[str, Any], source: str = "sweep") -> SweepResult:
+        """The result `to_document` described, every field checked (`sweep_files`); a
+        ValueError starting with `source` says what is wrong."""
+        from .sweep_files import result_fields
+
+        found = result_fields(document, source)
+        found["measurements"] = [SweepRun(**m) for m in found["measurements"]]
+        return cls(**found)
 
     def to_csv(self, path: str | Path) -> Path:
         """Every measurement, one row each, with its cell's parameters (columns named by
-        `param_columns`, then CSV_COLUMNS)."""
-        path = Path(path)
-        keys = list(self.grid)
-        with path.open("w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow([*param_columns(keys, CSV_COLUMNS), *CSV_COLUMNS])
-            for m in self.measurements:
-                cell = self.cells[m.cell]
-                writer.writerow(
-                    [
-                        *(cell[k] for k in keys),
-                        m.round,
-                        m.position,
-                        f"{m.makespan_ms:.6f}",
-                        f"{m.wall_ms:.6f}",
-                    ]
-                )
-        return path
+        `param_columns`), then CSV_COLUMNS: the run's numbers, then its cell's median, CI,
+        speed-up and verdict; written as `to_json` is."""
+        from .sweep_files import write_csv
+
+        return write_csv(self, path)
 
     # -- pictures -------------------------------------------------------------------------------
     def heatmap(self, x: str = "inter", y: str = "intra", **fixed: Any) -> Any:
@@ -411,13 +397,6 @@ class SweepResult:
 
         index = self._cell_index(params) if params else self.baseline
         return verify(self, index, advice, repeats)
-
-
-def _machine(record: Mapping[str, Any] | None) -> MachineLoad | None:
-    """A MachineLoad back from its JSON record (tuples were written as lists)."""
-    if not record:
-        return None
-    return MachineLoad(**{k: tuple(v) if isinstance(v, list) else v for k, v in record.items()})
 
 
 def _builder(build: str | Callable[..., Any]) -> Callable[..., Any]:

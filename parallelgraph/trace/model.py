@@ -437,8 +437,8 @@ class Trace:
     def summary(self) -> str:
         """Makespan, lanes and per-scope busy time in a few lines."""
         lines = [f"makespan {self.makespan_ms:.2f} ms on {len(self.lanes)} lanes"]
-        for scope in self.scopes():
-            busy = sum(e - s for s, e in self.busy_intervals(scope)) / 1e6
+        for scope in self.scopes():  # named as a scope: "[" or "*" in a name is no pattern
+            busy = sum(e - s for s, e in self.busy_intervals(f"scope:{scope}")) / 1e6
             lines.append(f"  scope {scope or '<root>'!r}: busy {busy:.2f} ms")
         return "\n".join(lines)
 
