@@ -151,7 +151,11 @@ def make_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--repeats", type=_at_least_one, default=10)
     sweep.add_argument("--warmup", type=_non_negative, default=1)
     sweep.add_argument("--seed", type=int, default=0)
-    sweep.add_argument("--out", help="write results JSON here, plus .csv and heatmap .png beside")
+    sweep.add_argument(
+        "--out",
+        help="write the results' JSON here (a name ending in .csv: the CSV), with the other one "
+        "and a heatmap .png per size beside it",
+    )
 
     explain = commands.add_parser("explain", help="did the branches overlap, and if not, why?")
     explain.add_argument(
@@ -474,11 +478,28 @@ def _int_list(text: str, what: str) -> list[int]:
     return values
 
 
+def sweep_outputs(out: str | Path, sizes: Sequence[str]) -> list[Path]:
+    """The files `sweep --out OUT` writes, distinct by construction: the JSON at OUT and the
+    CSV beside it with the suffix .csv (OUT ending in .csv names the CSV, and the JSON is
+    beside it as .json), then a heatmap per size, "<JSON's stem>-<size>-heatmap.png".
+
+    >>> [str(p) for p in sweep_outputs("r.csv", ["tiny"])]
+    ['r.json', 'r.csv', 'r-tiny-heatmap.png']
+    """
+    given = Path(out)
+    if given.suffix.lower() == ".csv":
+        document, table = given.with_suffix(".json"), given
+    else:
+        document, table = given, given.with_suffix(".csv")
+    pictures = [document.with_name(f"{document.stem}-{size}-heatmap.png") for size in sizes]
+    return [document, table, *pictures]
+
+
 def command_sweep(args: argparse.Namespace) -> int:
     from .experiments.sweeps import sweep
 
     grid = {
-        "size": [s.strip() for s in args.size.split(",") if s.strip()],
+        "size": list(dict.fromkeys(s.strip() for s in args.size.split(",") if s.strip())),
         "inter": _int_list(args.inter, "inter"),
         "intra": _int_list(args.intra, "intra"),
     }
@@ -487,14 +508,12 @@ def command_sweep(args: argparse.Namespace) -> int:
         result = sweep(args.preset, grid, repeats=args.repeats, warmup=args.warmup, seed=args.seed)
     print(result)
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        result.to_json(out)
-        result.to_csv(out.with_suffix(".csv"))
-        for size in grid["size"]:
-            picture = out.with_name(f"{out.stem}-{size}-heatmap.png")
-            result.heatmap("inter", "intra", size=size).savefig(picture, dpi=110)
-        print(f"wrote {out}, {out.with_suffix('.csv')} and heatmap(s) beside them")
+        document, table, *pictures = sweep_outputs(args.out, grid["size"])
+        result.to_json(document)
+        result.to_csv(table)
+        for size, picture in zip(grid["size"], pictures):
+            save_figure(result.heatmap("inter", "intra", size=size), picture)
+        print(f"wrote {document}, {table} and {', '.join(map(str, pictures))}")
     return 0
 
 

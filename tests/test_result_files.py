@@ -18,6 +18,7 @@ import pytest
 from damaged_files import EITHER, LOADS, REFUSED, damaged, write_case
 
 import parallelgraph as pg
+from parallelgraph.cli import main
 from parallelgraph.experiments.machine_load import MachineLoad
 from parallelgraph.experiments.sweeps import SweepResult, SweepRun
 from parallelgraph.saving import write_file
@@ -328,3 +329,23 @@ def test_an_export_to_a_fifo_without_reader_is_refused_at_once(tmp_path):
         writer.join(10)
     assert outcome == [f"{fifo}: a FIFO with no reader; nothing was written"]
     assert fifo.exists() and not fifo.is_file()
+
+
+# -- the CLI's sweep --out --------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["results.csv", "results.json", "results"])
+def test_sweep_out_writes_a_json_and_a_csv_never_one_over_the_other(tmp_path, capsys, name):
+    argv = ["sweep", "--size", "tiny", "--inter", "1,2", "--intra", "1", "--repeats", "1"]
+    assert main([*argv, "--warmup", "0", "--out", str(tmp_path / name)]) == 0
+    document = tmp_path / ("results.json" if name == "results.csv" else name)
+    table = tmp_path / "results.csv"
+    picture = tmp_path / "results-tiny-heatmap.png"
+    loaded = SweepResult.load(document)
+    assert len(loaded.measurements) == 2 and loaded.grid["inter"] == [1, 2]
+    with open(table, newline="") as handle:
+        assert len(list(csv.DictReader(handle))) == 2
+    assert picture.read_bytes()[:4] == b"\x89PNG"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [document.name, table.name, picture.name]
+    )
+    wrote = capsys.readouterr().out.splitlines()[-1]
+    assert wrote == f"wrote {document}, {table} and {picture}"
