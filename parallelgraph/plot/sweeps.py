@@ -1,13 +1,17 @@
 """Pictures of a sweep: an inter x intra heatmap of speed-ups, and speed-up curves with CI bands.
 
 Both read `SweepResult.rows()` (medians, bootstrap CIs, verdicts) and draw on a new matplotlib
-Figure built without pyplot (shown inline in notebooks like every parallelgraph figure).
+Figure built without pyplot (shown inline in notebooks like every parallelgraph figure). The
+keys and values they are asked for are checked against the grid first (`_select`): a key the
+grid lacks or a value it never held is a ValueError naming the grid's own, not a KeyError or an
+empty picture. Numbers are written as the sweep's table writes them (`number_text`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..experiments.number_text import number_text, range_text
 from ..experiments.stats import TOO_FEW
 from .figures import new_figure
 
@@ -15,8 +19,25 @@ if TYPE_CHECKING:
     from ..experiments.sweeps import SweepResult, SweepRow
 
 
+def _check_keys(result: SweepResult, free: tuple[str, ...], fixed: dict[str, Any]) -> None:
+    """A ValueError for a key (free or fixed) the grid lacks, with the likely one, or for a
+    fixed value the grid never held."""
+    import difflib
+
+    keys = list(result.grid)
+    for key in (*free, *fixed):
+        if key not in result.grid:
+            close = difflib.get_close_matches(str(key), keys, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ValueError(f"{key!r} is no key of the sweep's grid; {hint}its keys: {keys}")
+    for key, value in fixed.items():
+        if value not in result.grid[key]:
+            raise ValueError(f"{key}={value!r} is not in the grid: {key} took {result.grid[key]}")
+
+
 def _select(result: SweepResult, free: tuple[str, ...], fixed: dict[str, Any]) -> list[SweepRow]:
     """Rows of the cells matching `fixed`; every other varying grid key must be free or fixed."""
+    _check_keys(result, free, fixed)
     for key, values in result.grid.items():
         if key not in free and key not in fixed and len(values) > 1:
             raise ValueError(
@@ -48,7 +69,7 @@ def heatmap(result: SweepResult, x: str, y: str, title: str | None = None, **fix
         ax.text(
             j,
             i,
-            f"x{row.speedup:.2f} {mark}\n({low:.2f}-{high:.2f})",
+            f"x{number_text(row.speedup)} {mark}\n({range_text(low, high)})",
             ha="center",
             va="center",
             fontsize=8,
