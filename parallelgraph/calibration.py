@@ -28,6 +28,7 @@ every machine).
 from __future__ import annotations
 
 import functools
+import math
 import os
 import statistics
 import threading
@@ -95,10 +96,10 @@ def handoff_ns() -> int:
             value = float(pinned)
         except ValueError:
             value = -1.0
-        if not value >= 0:
+        if not 0 <= value < math.inf:  # "abc", "-1", "nan", "inf", "1e309" (inf as a float)
             raise ValueError(
                 f"{ENVIRONMENT_VARIABLE}={pinned!r}: give the hand-off cost in microseconds, "
-                "a number >= 0 (for example 20)"
+                "a finite number >= 0 (for example 20)"
             )
         return int(value * 1000)
     return measure_handoff_ns()

@@ -78,3 +78,19 @@ def test_the_bar_is_the_handoff_rounded_to_a_power_of_two(monkeypatch, measured_
     one bar, so two runs of a program schedule alike (never below the 20 us floor)."""
     monkeypatch.setattr(calibration, "handoff_ns", lambda: measured_us * 1000)
     assert costs.inexpensive_ns() == bar_us * 1000
+
+
+@pytest.mark.parametrize("pinned", ["inf", "1e309", "nan", "-1", "abc"])
+def test_a_pin_that_is_no_finite_number_is_one_line_from_the_cli(monkeypatch, capsys, pinned):
+    from parallelgraph.cli import main
+
+    calibration.handoff_ns.cache_clear()
+    monkeypatch.setenv(calibration.ENVIRONMENT_VARIABLE, pinned)
+    try:
+        with pytest.raises(ValueError, match=rf"HANDOFF_US='{pinned}': .*a finite number >= 0"):
+            calibration.handoff_ns()
+        assert main(["run", "--size", "tiny", "--repeats", "1", "--inter", "2"]) == 2
+    finally:
+        calibration.handoff_ns.cache_clear()
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and f"PARALLELGRAPH_HANDOFF_US='{pinned}'" in error
