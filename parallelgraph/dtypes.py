@@ -30,14 +30,17 @@ def as_dtype(
     dtype: object, what: str = "dtype", allowed: dict[str, np.dtype] = FLOAT_DTYPES
 ) -> np.dtype:
     """Normalise "float32", np.float32, np.dtype("int64"), bool ... to one of the NumPy dtypes
-    `allowed` (floats unless said otherwise), or raise GraphError naming `what`."""
+    `allowed` (floats unless said otherwise), or raise GraphError naming `what`. The dtype
+    returned is always `allowed`'s own, in the machine's byte order: a big-endian ">f4" (what
+    `np.load` gives for a file written on such a machine) is float32 here, as kernels compute
+    only in native order."""
     try:
         normalized = np.dtype(dtype)  # type: ignore[call-overload]
     except TypeError:
         normalized = None
     if normalized is None or normalized.name not in allowed:
         raise GraphError(f"{what}: unsupported dtype {dtype!r}; use {', '.join(allowed)}")
-    return normalized
+    return allowed[normalized.name]
 
 
 def kind_name(dtype: np.dtype) -> str:

@@ -180,7 +180,8 @@ def constant(value: object, dtype: object = None, name: str | None = None) -> Te
 
     NumPy arrays keep their dtype (float32, float64, int32, int64 or bool; other ints become
     int64) unless `dtype` is given; Python bools become bool and other Python numbers and lists
-    float32, the dtype most tensors they meet have (TensorFlow makes ints int32).
+    float32, the dtype most tensors they meet have (TensorFlow makes ints int32). The copy is in
+    the machine's byte order: a big-endian array (`np.load` of a ">f4" file) is converted.
 
     >>> pg.constant([[1.0, 2.0]]).shape
     (1, 2)
@@ -189,7 +190,7 @@ def constant(value: object, dtype: object = None, name: str | None = None) -> Te
     if dtype is not None:
         target = as_dtype(dtype, "constant", DTYPES)
     elif isinstance(value, (np.ndarray, np.generic)) and array.dtype.name in DTYPES:
-        target = array.dtype
+        target = as_dtype(array.dtype, "constant", DTYPES)  # native byte order
     elif isinstance(value, (np.ndarray, np.generic)) and array.dtype.kind in "iu":
         target = np.dtype(np.int64)
     elif array.dtype.kind == "b":
