@@ -261,6 +261,10 @@ def test_a_full_palette_gives_up_the_least_recent_colour_never_one_in_the_plot()
         ("(256, 512) x (512,)", None),  # imported: input shapes only
         ("-> (3,) mystery", None),
         ("", None),
+        ("-> (4294967296, 536870911) float32", 2**63 - 2**34),  # the biggest sizes count
+        ("-> (4294967296, 536870912) float32", None),  # 2**63 B: past what an array can hold
+        ("-> (4294967296, 4294967296) float32", None),  # 2**66 B: no array is that big
+        ("-> (99999999999999999999999, 0) float32", None),  # no such dimension either
     ],
 )
 def test_output_bytes_from_the_shapes_text(shapes, expected):
@@ -304,6 +308,22 @@ def test_live_bytes_known_by_construction():
     assert profile.live_at(30 * US) == profile.live_at(10**9) == profile.returned_bytes == 12
     assert profile.unknown == ("log",)  # the waiting event is no op of the run
     assert "peak 212 B live at 0.020 ms from the run's start; 12 B returned" in str(profile)
+
+
+def test_absurd_output_sizes_in_an_edited_file_count_nowhere_and_the_panel_draws(tmp_path):
+    """Two fetched outputs of 2**62 B each sum past int64, which NumPy cannot hold as an
+    integer; one of 2**66 B is no size at all. The memory panel draws, in floats."""
+    huge = "-> (1073741824, 1073741824) float32"  # 2**62 B: the biggest a size may be, halved
+    events = [
+        ev("a", "inter-op/0", 0, 10, shapes=huge),
+        ev("b", "inter-op/1", 0, 12, shapes=huge),
+        ev("c", "inter-op/0", 10, 20, shapes="-> (4294967296, 4294967296) float32"),
+    ]
+    trace = Trace.load(Trace(events).save(tmp_path / "edited.json"))
+    profile = trace.memory()
+    assert profile.unknown == ("c",) and profile.peak()[0] == 2**63
+    figure = trace.plot(memory=True)
+    assert "peak 8589934592.00 GiB" in figure.axes[1].texts[-1].get_text()
 
 
 def test_fetches_in_the_metadata_stay_live_until_the_run_ends():

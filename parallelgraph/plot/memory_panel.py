@@ -72,8 +72,9 @@ def draw_memory(ax: Axes, trace: Trace, window: Window) -> None:
         if not times:
             continue
         x = [window.ms(t) for t in times]
+        values = [float(v) for v in values]  # a sum past int64 would be an object array to NumPy
         if values[-1]:  # what the run returns stays: draw it to the right edge
-            x, values = [*x, max(window.hi, x[-1])], [*values, 0]
+            x, values = [*x, max(window.hi, x[-1])], [*values, 0.0]
         color = DEVICE_COLORS[number % len(DEVICE_COLORS)]
         fill = ax.stairs(values[:-1], x, baseline=0, fill=True, color=color, alpha=0.18, lw=0)
         line = ax.stairs(values[:-1], x, baseline=0, color=color, lw=1.0)

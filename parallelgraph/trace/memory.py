@@ -7,7 +7,8 @@ that the run's values (op outputs) took, computed from what the trace holds:
   event's `shapes` text, which parallelgraph's own runs (and the files they save) record as
   "(512, 1024) x (1024, 1024) -> (512, 1024) float32": the shape and dtype after "->". Events
   without that part (imported traces: PyTorch records input dims only, TensorFlow and JAX no
-  shapes) have an unknown size; they are listed in `MemoryProfile.unknown` and count nowhere.
+  shapes) have an unknown size; they are listed in `MemoryProfile.unknown` and count nowhere,
+  as is a size no array can have (over `MAX_OUTPUT_BYTES`: an edited or damaged file).
 - **Lifetimes.** An output is *live* from its op's end (when the value exists whole) until the
   last of its consumers ends: every op event whose `inputs` name it, and every copy event named
   after it (a copy moves that op's value). A *fetched* output (the session returns it) stays
@@ -38,7 +39,6 @@ memory=True)` exports the live bytes as counter events (a memory track in Perfet
 from __future__ import annotations
 
 import bisect
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -59,14 +59,25 @@ ITEM_BYTES = {
 }  # fmt: skip
 
 
+#: The most bytes an array can hold (NumPy's sizes are signed 64-bit): a larger output size read
+#: from a file is no real size, and would overflow the sums drawn and exported.
+MAX_OUTPUT_BYTES = 2**63 - 1
+
+
 def output_bytes(event: TraceEvent) -> int | None:
     """The bytes of the event's output from its `shapes` text ("... -> (64, 128) float32" is
-    64 * 128 * 4), or None when the text does not give an output shape and a known dtype."""
+    64 * 128 * 4), or None when the text does not give an output shape and a known dtype, or
+    gives one larger than any array (`MAX_OUTPUT_BYTES`)."""
     match = _OUTPUT.search(event.shapes) if "->" in event.shapes else None
     if match is None or match.group(2) not in ITEM_BYTES:
         return None
     dims = [part.strip() for part in match.group(1).split(",") if part.strip()]
-    return math.prod(int(dim) for dim in dims) * ITEM_BYTES[match.group(2)]
+    size = ITEM_BYTES[match.group(2)]
+    for dim in dims:
+        if len(dim) > 19:  # more digits than MAX_OUTPUT_BYTES: not parsed, never a real size
+            return None
+        size *= int(dim)
+    return size if size <= MAX_OUTPUT_BYTES else None
 
 
 @dataclass(frozen=True)
