@@ -15,8 +15,7 @@ import pytest
 
 from parallelgraph.plot.colors import color_key
 from parallelgraph.scopes import branch_of
-from parallelgraph.trace import Trace, TraceEvent, analysis, branches
-from parallelgraph.trace.intervals import length
+from parallelgraph.trace import Trace, TraceEvent, analysis, branches, intervals
 from parallelgraph.trace.model import EventKind
 
 
@@ -45,8 +44,8 @@ def _reference_heaviest_dependency(trace, ops_a, ops_b):
         needed = lifted(analysis.ancestors(graph, consumers), producers)
         if not needed:
             continue
-        busy = length(trace.work_spans(producers.values()))
-        held = length(trace.work_spans(producers[n] for n in needed))
+        busy = intervals.length(trace.work_spans(producers.values()))
+        held = intervals.length(trace.work_spans(producers[n] for n in needed))
         heaviest = max(sorted(needed), key=lambda n: producers[n].work_ns)
         consumer = next(
             c
@@ -83,14 +82,17 @@ def _random_trace(seed: int) -> Trace:
 @pytest.mark.parametrize("seed", range(300))
 def test_heaviest_dependency_gives_the_quadratic_references_answers(seed):
     trace = _random_trace(seed)
-    ops = trace.ops(nested=True)
     rng = random.Random(seed)
-    for scope_a, scope_b in (("a", "b"), ("b", "c"), ("c", "a")):
-        ops_a = [e for e in ops if e.in_scope(scope_a) and rng.random() < 0.8]
-        ops_b = [e for e in ops if e.in_scope(scope_b) and rng.random() < 0.8]
-        assert analysis.heaviest_dependency(trace, ops_a, ops_b) == (
-            _reference_heaviest_dependency(trace, ops_a, ops_b)
-        )
+    side = {  # most of each scope's ops, nested ones too: a tuple each, in two pairs
+        scope: tuple(e for e in trace.ops(nested=True) if e.in_scope(scope) and rng.random() < 0.8)
+        for scope in "abc"
+    }
+    flow = analysis.DataFlow(trace)  # shared by the pairs, as explain() shares it
+    for scope_a, scope_b in ("ab", "bc", "ca"):
+        ops_a, ops_b = side[scope_a], side[scope_b]
+        want = _reference_heaviest_dependency(trace, ops_a, ops_b)
+        assert analysis.heaviest_dependency(trace, ops_a, ops_b, flow) == want
+        assert analysis.heaviest_dependency(trace, list(ops_a), list(ops_b)) == want
 
 
 def _best_seconds(call, repeats: int = 3) -> float:
@@ -177,3 +179,29 @@ def test_default_branches_are_each_scope_selected(seed):
     if len(scopes) >= 2 or len(scopes) == len(trace.lanes) == 1:
         selected = [branches.select(trace, f"scope:{s}") for s in scopes]
         assert branches.default_branches(trace) == selected
+
+
+def _reference_intersect(a, b):
+    """`intervals.intersect` as a walk over both lists, whatever their lengths."""
+    result, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        low, high = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if low < high:
+            result.append((low, high))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return result
+
+
+def test_intersect_of_a_short_list_and_a_long_one_is_the_walks():
+    rng = random.Random(3)
+    for _ in range(3000):
+        lists = []
+        for count in (rng.randint(0, 3), rng.randint(0, 200)):
+            starts = sorted(rng.sample(range(10_000), count))
+            lists.append(intervals.merge((s, s + rng.randint(1, 120)) for s in starts))
+        short, long = lists
+        assert intervals.intersect(short, long) == _reference_intersect(short, long)
+        assert intervals.intersect(long, short) == _reference_intersect(long, short)

@@ -336,15 +336,27 @@ def input_chain(
     return tuple(chain)
 
 
+@dataclass(frozen=True)
+class Side:
+    """One side of a dependency question, by op name: the ops, every op they (transitively)
+    consumed (`ancestors`), and every op that is one of them or nested in one (`inside`)."""
+
+    ops: dict[str, TraceEvent]
+    consumed: set[str]
+    inside: set[str]
+
+
 class DataFlow:
     """Who consumed whom in a trace, built once for the many questions asked of it (explain()
     asks one per pair of branches, and each answer took a pass over the whole trace):
-    `inputs` (`data_inputs`), `parent` (each op's enclosing op), and `readers` (`inputs`
-    reversed: for each op, the ops that read it), made when first asked. Read-only."""
+    `inputs` (`data_inputs`), `parent` (each op's enclosing op); `readers` (`inputs`
+    reversed: for each op, the ops that read it) and `children` made when first asked, and
+    the `side` of each tuple of ops kept (a branch is in many pairs). Not thread-safe."""
 
     def __init__(self, trace: Trace):
         self.inputs = data_inputs(trace)
         self.parent = {e.name: e.parent for e in trace.ops(nested=True)}
+        self._sides: dict[int, tuple[tuple[TraceEvent, ...], Side]] = {}
 
     @cached_property
     def readers(self) -> dict[str, set[str]]:
@@ -353,6 +365,33 @@ class DataFlow:
             for source in inputs:
                 readers[source].add(name)
         return readers
+
+    @cached_property
+    def children(self) -> dict[str, list[str]]:
+        """The ops nested directly in each op (`parent` reversed)."""
+        children: dict[str, list[str]] = {}
+        for name, up in self.parent.items():
+            if up is not None:
+                children.setdefault(up, []).append(name)
+        return children
+
+    def side(self, ops: Iterable[TraceEvent]) -> Side:
+        """The `Side` of `ops`; kept for a tuple (immutable), so that asking about one branch
+        against many others costs the walks once."""
+        if isinstance(ops, tuple) and (kept := self._sides.get(id(ops))) and kept[0] is ops:
+            return kept[1]
+        by_name = {e.name: e for e in ops}
+        inside: set[str] = set()
+        below = list(by_name)
+        while below:
+            name = below.pop()
+            if name not in inside:
+                inside.add(name)
+                below.extend(self.children.get(name, ()))
+        side = Side(by_name, ancestors(self.inputs, by_name), inside)
+        if isinstance(ops, tuple):
+            self._sides[id(ops)] = (ops, side)
+        return side
 
 
 def enclosing_finder(
@@ -414,23 +453,25 @@ def heaviest_dependency(
     share of their branch's busy time; None when neither branch needs the other. `flow`: the
     trace's `DataFlow`, when the caller asks about many pairs."""
     flow = flow or DataFlow(trace)
-    graph = flow.inputs
-    a = {e.name: e for e in ops_a}
-    b = {e.name: e for e in ops_b}
+    a, b = flow.side(ops_a), flow.side(ops_b)
     best: Dependency | None = None
     for consumers, producers in ((b, a), (a, b)):
-        lift = enclosing_finder(flow.parent, producers.__contains__)  # op -> producer around it
-        upstream = ancestors(graph, consumers)
-        needed = {lift(name) for name in upstream} - {None}
+        # the ops they consumed that are producers or nested in one (a set intersection: it
+        # costs the smaller side, so one large branch against many small ones is not a pass
+        # over the large one per pair), each lifted to that producer
+        reached = consumers.consumed & producers.inside
+        lift = enclosing_finder(flow.parent, producers.ops.__contains__)
+        needed = {lift(name) for name in reached}
         if not needed:
             continue
-        busy = length(trace.work_spans(producers.values()))
-        held = length(trace.work_spans(producers[n] for n in needed))
-        heaviest = max(sorted(needed), key=lambda n: producers[n].work_ns)
+        by_name = producers.ops
+        busy = length(trace.work_spans(by_name.values()))
+        held = length(trace.work_spans(by_name[n] for n in needed))
+        heaviest = max(sorted(needed), key=lambda n: by_name[n].work_ns)
         # the first consumer, by name, that (transitively) read the heaviest op or one nested
         # in it: the readers of those ops, found in one walk, not one walk per consumer
-        fed = ancestors(flow.readers, [name for name in upstream if lift(name) == heaviest])
-        consumer = min(c for c in consumers if c in fed)
+        fed = ancestors(flow.readers, [name for name in reached if lift(name) == heaviest])
+        consumer = min(c for c in consumers.ops if c in fed)
         found = Dependency(heaviest, consumer, len(needed), held / busy if busy else 1.0)
         if best is None or found.share > best.share:
             best = found
