@@ -42,7 +42,16 @@ from . import numba_cache
 _KERNELS = os.path.dirname(os.path.abspath(__file__))
 #: The modules the generated CPU source imports from: their text is part of its hash, so a
 #: change there regenerates (Numba's cache only knows the file a kernel is defined in).
-_CPU_HELPERS = ("bounds.py", "elementwise.py", "vecmath.py", "program.py", "interpreter.py")
+_CPU_HELPERS = (
+    "bounds.py",
+    "elementwise.py",
+    "vecmath.py",
+    "vecerf.py",
+    "program.py",
+    "interpreter.py",
+)
+#: Where an entry's vectorizable `cpu=` function is found, in this order.
+_VECTORIZED_MODULES = ("vecmath", "vecerf")
 _lock = threading.Lock()
 #: Generated versions kept in the package's own folder (older ones are removed when a new one
 #: is written there).
@@ -151,7 +160,7 @@ def scalar_source(entry: Entry, name: str) -> str:
 def _cpu_scalar(entry: Entry) -> str:
     """`<name>_scalar`: what every CPU kernel computes for one element of the entry."""
     name = entry.name
-    if entry.cpu is not None:  # a vectorizable version (kernels.vecmath)
+    if entry.cpu is not None:  # a vectorizable version (kernels.vecmath, kernels.vecerf)
         return f"\n{name}_scalar = {entry.cpu}\n"
     source = f"\n{INLINE}\n" + scalar_source(entry, f"_{name}")
     arguments = ", ".join(inspect.signature(entry.scalar).parameters)
@@ -187,12 +196,29 @@ def dispatch_source(fusing: list[Entry], opcodes: dict[str, int]) -> str:
     return "\n".join(tile) + "\n\n\n" + "\n".join(element) + "\n"
 
 
+def _vectorized_imports() -> list[str]:
+    """An import line per module of `_VECTORIZED_MODULES` that holds an entry's `cpu=`."""
+    import importlib
+
+    wanted = sorted({entry.cpu for entry in TABLE.values() if entry.cpu is not None})
+    lines, found = [], set()
+    for name in _VECTORIZED_MODULES:
+        module = importlib.import_module(f"parallelgraph.kernels.{name}")
+        here = [w for w in wanted if w not in found and hasattr(module, w)]
+        found.update(here)
+        if here:
+            lines.append(f"from parallelgraph.kernels.{name} import {', '.join(here)}\n")
+    missing = sorted(set(wanted) - found)
+    if missing:
+        raise ValueError(f"op table: cpu={missing[0]!r} is in none of {_VECTORIZED_MODULES}")
+    return lines
+
+
 def cpu_source() -> str:
     """The generated CPU module's source (module docstring)."""
     from . import interpreter, program
 
-    vectorized = sorted({entry.cpu for entry in TABLE.values() if entry.cpu is not None})
-    parts = [CPU_HEADER, f"from parallelgraph.kernels.vecmath import {', '.join(vectorized)}\n"]
+    parts = [CPU_HEADER, *_vectorized_imports()]
     for entry in TABLE.values():
         parts.append(f"\n# --- {entry.name}: {entry.summary.splitlines()[0]}\n")
         parts.append(_cpu_scalar(entry))

@@ -224,7 +224,9 @@ def _erf_reference(x: np.ndarray) -> np.ndarray:
     return np.vectorize(math.erf, otypes=[np.float64])(x) if np.size(x) else x
 
 
-@entry("Erf", _erf_reference, exact=False, ulp=2.0, flops=30, widen_reference=True)
+@entry(
+    "Erf", _erf_reference, exact=False, ulp=2.0, cpu="erf_scalar", flops=30, widen_reference=True
+)
 def erf(x):
     """The error function elementwise."""
     return math.erf(x)
@@ -235,7 +237,9 @@ def _gelu_reference(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * erfc(-x / math.sqrt(2.0)) if np.size(x) else x
 
 
-@entry("Gelu", _gelu_reference, exact=False, ulp=4.0, flops=35, widen_reference=True)
+@entry(
+    "Gelu", _gelu_reference, exact=False, ulp=4.0, cpu="gelu_scalar", flops=35, widen_reference=True
+)
 def gelu(x):
     """The exact GELU, x * (1 + erf(x / sqrt(2))) / 2, elementwise (not tanh's approximation);
     computed as x * erfc(-x / sqrt(2)) / 2, which keeps its precision in the negative tail."""
