@@ -146,3 +146,55 @@ def _critical_path(truth: Truth, launches: list[tuple[float, float]]) -> float:
         before = max((longest[p] for p in truth.inputs.get(name, ())), default=0.0)
         longest[name] = before + (end - start)
     return max([*longest.values(), *(e - s for s, e in launches)], default=0.0)
+
+
+def scaling_events(count: int) -> list[dict]:
+    """A trace-event list of about `count` events for timing the analyses as `count` doubles,
+    holding at every size each shape that once made one of them quadratic:
+
+    - **net2** then **net1**: two chains of ops (each op reads the one before) on two threads,
+      net1 after net2, and net1's last op also reads an op of net2 (issue #42's 30,000-op
+      chain: explain() searched the ancestors of every consumer); every fourth op holds a
+      nested call that reads an op two back (a flow into a nested call is a dependency of the
+      op around it);
+    - **net3**: a few ops beside net1, independent of it (a pair that overlapped);
+    - **deep**: ops nested in one another, count / 8 deep (simulate walked each to the top);
+    - **s0, s1, ...**: count / 8 scopes of one op each (explain() gathered each scope's ops in
+      a pass of its own, the plot compared each scope with every colour).
+
+    Every op records its output shape (the memory model sizes it). Times in µs; no metadata,
+    so the generic reader takes it.
+    """
+    nested = max(1, count // 8)
+    scopes = max(2, count // 8)
+    ops = max(8, (count - nested - scopes) * 4 // 5)  # 5 events per 4 chained ops
+    first = ops // 2  # net2's ops, then net1's
+    events: list[dict] = [
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": tid, "args": {"name": f"worker {tid}"}}
+        for tid in (1, 2, 3)
+    ]
+
+    def op(name: str, tid: int, start: float, dur: float, inputs: tuple[str, ...] = ()) -> None:
+        args = {"inputs": list(inputs), "shapes": "(64, 64) -> (64, 64) float32"}
+        events.append({"ph": "X", "name": name, "pid": 1, "tid": tid, "ts": start, "dur": dur,
+                       "args": args})  # fmt: skip
+
+    def chain(scope: str, tid: int, origin: float, length: int, last: tuple[str, ...]) -> float:
+        for i in range(length):
+            start = origin + 100.0 * i
+            inputs = (f"{scope}/op{i - 1}",) if i else ()
+            op(f"{scope}/op{i}", tid, start, 90.0, inputs + (last if i == length - 1 else ()))
+            if i % 4 == 3:
+                op(f"{scope}/op{i}/call", tid, start + 10.0, 50.0, (f"{scope}/op{i - 2}",))
+        return origin + 100.0 * length
+
+    net1_start = chain("net2", 2, 0.0, first, ())
+    end = chain("net1", 1, net1_start, ops - first, (f"net2/op{first // 2}",))
+    for i in range(3):
+        op(f"net3/op{i}", 2, net1_start + 100.0 * i, 90.0)
+    for i in range(nested):  # each 0.01 µs inside the one before
+        op(f"deep/op{i}", 3, end + 0.01 * i, 100.0 * nested - 0.02 * i)
+    end += 100.0 * nested
+    for i in range(scopes):
+        op(f"s{i}/op", 3, end + 100.0 * i, 90.0)
+    return events

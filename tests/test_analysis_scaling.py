@@ -8,9 +8,10 @@ linear work, 4 for quadratic)."""
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import replace
+from functools import partial
 
+import doubling
 import pytest
 
 from parallelgraph.plot.colors import color_key
@@ -18,11 +19,15 @@ from parallelgraph.scopes import branch_of
 from parallelgraph.trace import Trace, TraceEvent, analysis, branches, intervals
 from parallelgraph.trace.model import EventKind
 
+#: The most a step's time may grow when the events double: linear work gives about 2.0 and
+#: quadratic about 4.0; the margin is for a machine busy with other work.
+MAX_RATIO = 3.0
+
 
 def _reference_heaviest_dependency(trace, ops_a, ops_b):
     """`analysis.heaviest_dependency` as it was before it was made linear (one walk up the
-    parents per op, one ancestor search per consumer: 250 s for a 30,000-op chain), kept as
-    the reference for its answers."""
+    parents per op, one ancestor search per consumer op: quadratic in a chain's length), kept
+    as the reference for its answers."""
 
     def lifted(names, targets):
         parent = {e.name: e.parent for e in trace.ops(nested=True)}
@@ -95,17 +100,6 @@ def test_heaviest_dependency_gives_the_quadratic_references_answers(seed):
         assert analysis.heaviest_dependency(trace, list(ops_a), list(ops_b)) == want
 
 
-def _best_seconds(call, repeats: int = 3) -> float:
-    """The shortest of `repeats` runs of `call`: what the work takes when nothing else got in
-    its way."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def _chain_reading_another_scope(ops: int) -> Trace:
     """A chain of `ops` ops of scope "a" on one lane, run after two ops of scope "b" on another;
     the chain's last op also reads b's last op (issue #42's round-three case)."""
@@ -124,8 +118,12 @@ def _chain_reading_another_scope(ops: int) -> Trace:
     return Trace(events)
 
 
+def _explain(events):
+    return Trace(events, nested=True).explain()
+
+
 def test_explain_of_a_30000_op_chain_reading_another_scope_takes_twice_the_15000_op_time():
-    """Was quadratic: 250 s at 30,000 ops (one ancestor search per consumer op)."""
+    """It was quadratic (one ancestor search per consumer op); the answer is the same."""
     seconds = {}
     for ops in (15_000, 30_000):
         trace = _chain_reading_another_scope(ops)
@@ -134,8 +132,8 @@ def test_explain_of_a_30000_op_chain_reading_another_scope_takes_twice_the_15000
         assert (evidence.producer, evidence.consumer) == ("b/op0", last)
         assert evidence.chain == ("b/op0", "b/op1", last)
         events = trace.events
-        seconds[ops] = _best_seconds(lambda: Trace(events, nested=True).explain(), 2)  # noqa: B023
-    assert seconds[30_000] / seconds[15_000] < 3.0, seconds
+        seconds[ops] = doubling.best_seconds(partial(_explain, events), 2, collector=False)
+    assert seconds[30_000] / seconds[15_000] < MAX_RATIO, seconds
 
 
 def _reference_branch_of(scope, branches):
@@ -205,3 +203,24 @@ def test_intersect_of_a_short_list_and_a_long_one_is_the_walks():
         short, long = lists
         assert intervals.intersect(short, long) == _reference_intersect(short, long)
         assert intervals.intersect(long, short) == _reference_intersect(long, short)
+
+
+def test_every_analysis_takes_about_twice_the_time_on_twice_the_events(tmp_path):
+    """Each step (`doubling.STEPS`: load, explain, simulate, top_ops, memory, plot) on traces
+    of 10,000 and 20,000 events (large enough that the timer is not the noise): the best of
+    three runs at each size, taken in turns so that a busy spell slows both, the garbage
+    collector paused (`doubling.best_seconds`); a step over `MAX_RATIO` is measured again
+    (three more turns, the best of all kept) before it fails."""
+    small, large = doubling.prepared(tmp_path, 10_000), doubling.prepared(tmp_path, 20_000)
+    ratios = {}
+    for name in doubling.STEPS:
+        best = {"small": float("inf"), "large": float("inf")}
+        for _ in range(2):  # a second round only if the first looks super-linear
+            for _ in range(3):
+                for size, calls in (("small", small), ("large", large)):
+                    seconds = doubling.best_seconds(calls[name], 1, collector=False)
+                    best[size] = min(best[size], seconds)
+            ratios[name] = best["large"] / best["small"]
+            if ratios[name] < MAX_RATIO:
+                break
+    assert all(ratio < MAX_RATIO for ratio in ratios.values()), ratios
