@@ -97,3 +97,23 @@ def test_the_gelu_tail_keeps_its_relative_precision():
     got, expected = rows(vecerf.gelu_rows, x), LIBM["gelu"](x)
     assert np.all(got != 0) and np.all(expected != 0)
     np.testing.assert_allclose(got, expected, rtol=1e-13)
+
+
+def test_kernels_ask_llvm_for_the_widest_vectors():
+    """`vector_width.prefer_wide_vectors` puts its attribute on the kernel's LLVM function
+    (where llvmlite's way of writing attributes changed, this fails rather than go unseen),
+    and the bits do not change with the width."""
+    from numba import njit
+
+    from parallelgraph.kernels.vector_width import ATTRIBUTE, prefer_wide_vectors
+
+    @njit
+    def wide(x, out):
+        prefer_wide_vectors()
+        for j in range(x.shape[0]):
+            out[j] = x[j] * 3.0 + 1.0
+
+    x, out = np.arange(100.0), np.empty(100)
+    wide(x, out)
+    assert ATTRIBUTE in "".join(wide.inspect_llvm().values())
+    np.testing.assert_array_equal(out, x * 3.0 + 1.0)

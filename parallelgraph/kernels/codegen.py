@@ -47,6 +47,7 @@ _CPU_HELPERS = (
     "elementwise.py",
     "vecmath.py",
     "vecerf.py",
+    "vector_width.py",
     "program.py",
     "interpreter.py",
 )
@@ -81,6 +82,7 @@ from parallelgraph.kernels.bounds import (
 )
 from parallelgraph.kernels.elementwise import _first_nan, check_operand, pick_row
 from parallelgraph.kernels.program import BINARY_END, COPY, MAX_OPERANDS, NARROW, OUTPUT, TILE
+from parallelgraph.kernels.vector_width import prefer_wide_vectors
 '''
 
 UNARY_ROWS = '''
@@ -88,6 +90,7 @@ UNARY_ROWS = '''
 def {name}_rows(x, out, row_start, row_stop):
     """out = {name}(x) on rows [row_start, row_stop); x has out's shape."""
     check_rows2(x, out, row_start, row_stop)
+    prefer_wide_vectors()
     for i in range(row_start, row_stop):
         src, dst = x[i], out[i]
         for j in range(dst.shape[0]):
@@ -101,6 +104,7 @@ def {name}_rows(a, a_map, b, b_map, out, row_start, row_stop):
     check_operand(a, a_map, out, row_start, row_stop)
     check_operand(b, b_map, out, row_start, row_stop)
     width = out.shape[1]
+    prefer_wide_vectors()
     for i in range(row_start, row_stop):
         x, y, dst = pick_row(a, a_map, i), pick_row(b, b_map, i), out[i]
         if x.shape[0] == width and y.shape[0] == width:
@@ -124,6 +128,7 @@ def {name}_rows(c, c_map, a, a_map, b, b_map, out, row_start, row_stop):
     check_operand(a, a_map, out, row_start, row_stop)
     check_operand(b, b_map, out, row_start, row_stop)
     width = out.shape[1]
+    prefer_wide_vectors()
     for i in range(row_start, row_stop):
         p, x, y, dst = pick_row(c, c_map, i), pick_row(a, a_map, i), pick_row(b, b_map, i), out[i]
         ps = 1 if p.shape[0] == width else 0  # 0: a splat along the row
@@ -139,6 +144,7 @@ def {name}_accumulate_rows(out, x, row_start, row_stop):
     """out = {name}(out, x) on rows [row_start, row_stop) (add_n folds its terms with this);
     x has out's rows, or one row every row reads."""
     check_operand_rows(x, out, row_start, row_stop)
+    prefer_wide_vectors()
     for i in range(row_start, row_stop):
         src, dst = x[i if x.shape[0] != 1 else 0], out[i]
         for j in range(dst.shape[0]):

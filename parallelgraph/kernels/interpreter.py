@@ -18,6 +18,7 @@ import numpy as np
 
 from .bounds import check_program_operand
 from .program import BINARY_END, COPY, MAX_OPERANDS, NARROW, OUTPUT, TILE
+from .vector_width import prefer_wide_vectors
 
 
 def run_program(code, registers_needed, operands, out, row_start, row_stop):
@@ -40,6 +41,7 @@ def _run_tiles(code, registers_needed, operands, out, row_start, row_stop):
     Joining rows matters: an instruction's dispatch costs ~25 ns however few its elements,
     which on 64x8 values was 576 dispatches for 512 elements (benchmarks/RESULTS.md, "Narrow
     rows joined")."""
+    prefer_wide_vectors()  # each instruction's loop at the CPU's widest vectors
     columns = out.shape[1]
     joined = 0 < 2 * columns <= TILE and row_stop - row_start > 1
     # no more rows to a tile than the range holds: the one-row operands are laid out that

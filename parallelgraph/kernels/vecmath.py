@@ -69,6 +69,7 @@ from numba import njit, types
 from numba.extending import intrinsic, overload
 
 from .bounds import check_rows2
+from .vector_width import prefer_wide_vectors
 
 #: The largest error of each row kernel, in units in the last place of the result's dtype,
 #: against the exact function (float32: the float64 function, exact to ~2**-29 ulp; float64: the
@@ -630,8 +631,10 @@ pow_scalar = _by_dtypes("pow_scalar", pow32, pow64)
 def _map_rows(scalar, x, out, row_start, row_stop):
     """out[r0:r1] = scalar(x[r0:r1]) elementwise. Inlined into each row kernel before typing,
     so `scalar` is a direct call there (a function passed as a value would keep the caller out
-    of Numba's cache) and the loop is vectorized with the scalar function's body."""
+    of Numba's cache) and the loop is vectorized with the scalar function's body, at the CPU's
+    widest vectors (`vector_width`)."""
     check_rows2(x, out, row_start, row_stop)
+    prefer_wide_vectors()
     for i in range(row_start, row_stop):
         src, dst = x[i], out[i]
         for j in range(src.shape[0]):
@@ -667,6 +670,7 @@ def pow_rows(a, b, out, row_start, row_stop):
     """out[r0:r1] = a[r0:r1] ** b[r0:r1] (operands of out's shape)."""
     check_rows2(a, out, row_start, row_stop)
     check_rows2(b, out, row_start, row_stop)
+    prefer_wide_vectors()
     for i in range(row_start, row_stop):
         x, y, dst = a[i], b[i], out[i]
         for j in range(dst.shape[0]):
