@@ -38,6 +38,7 @@ from numba import njit
 from .bounds import check_rows2
 from .reduce import LANES, _sum_run
 from .vecmath import exp_scalar, log_scalar
+from .vector_width import prefer_wide_vectors
 
 __all__ = ["LANES", "layer_norm_rows", "log_softmax_rows", "softmax_rows"]
 
@@ -120,6 +121,7 @@ def _centered_squares_run(values, mean, parts):
 def _exp_shifted_sum(src, dst, parts, tops):
     """dst = e**(src - m), m the row's max (returned); tops[0] = the sum of dst, rounded to the
     dtype as reduce_sum's output: the first steps of softmax and log_softmax."""
+    prefer_wide_vectors()
     width = src.shape[0]
     top = _row_max(src, tops)
     for j in range(width):
@@ -131,6 +133,7 @@ def _exp_shifted_sum(src, dst, parts, tops):
 @njit(nogil=True, cache=True, error_model="numpy")
 def softmax_rows(x, out, row_start, row_stop, parts, tops):
     """out[r] = e**(x[r] - max) / sum(e**(x[r] - max)) for r in [row_start, row_stop)."""
+    prefer_wide_vectors()
     check_rows2(x, out, row_start, row_stop)
     _check_scratch(parts, tops)
     width = x.shape[1]
@@ -145,6 +148,7 @@ def softmax_rows(x, out, row_start, row_stop, parts, tops):
 @njit(nogil=True, cache=True, error_model="numpy")
 def log_softmax_rows(x, out, row_start, row_stop, parts, tops):
     """out[r] = (x[r] - max) - log(sum(e**(x[r] - max))) for r in [row_start, row_stop)."""
+    prefer_wide_vectors()
     check_rows2(x, out, row_start, row_stop)
     _check_scratch(parts, tops)
     width = x.shape[1]
@@ -161,6 +165,7 @@ def layer_norm_rows(x, gamma, beta, out, epsilon, row_start, row_stop, parts):
     """out[r] = (x[r] - mean) / sqrt(var + epsilon) * gamma + beta for r in [row_start,
     row_stop), mean and (biased) var of the row in float64; gamma and beta 1-D of the row's
     width (the op passes ones and -0.0s for a missing one: x * 1 and x + -0.0 are x exactly)."""
+    prefer_wide_vectors()
     check_rows2(x, out, row_start, row_stop)
     width = x.shape[1]
     _check_parts(parts)
