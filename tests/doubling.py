@@ -78,9 +78,10 @@ def best_seconds(call: Callable[[], object], repeats: int, collector: bool = Tru
     return min(times)
 
 
-def prepared(folder: Path, count: int) -> dict[str, Callable[[], object]]:
-    """The calls of every step on a trace of about `count` events written in `folder`."""
+def prepared(folder: Path, count: int) -> tuple[int, dict[str, Callable[[], object]]]:
+    """A trace of about `count` events written in `folder`: how many events it holds, and the
+    call of every step on it."""
     path = folder / f"scaling-{count}.json"
-    write_trace(path, count)
+    events = write_trace(path, count)
     trace = pg.Trace.load(path)
-    return {name: step(path, trace) for name, step in STEPS.items()}
+    return events, {name: step(path, trace) for name, step in STEPS.items()}

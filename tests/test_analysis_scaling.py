@@ -10,10 +10,13 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 from functools import partial
+from itertools import combinations
 
 import doubling
 import pytest
 
+from parallelgraph.chrome.producers import knobs_for
+from parallelgraph.explain import advice, causes
 from parallelgraph.plot.colors import color_key
 from parallelgraph.scopes import branch_of
 from parallelgraph.trace import Trace, TraceEvent, analysis, branches, intervals
@@ -63,20 +66,21 @@ def _reference_heaviest_dependency(trace, ops_a, ops_b):
     return best
 
 
-def _random_trace(seed: int) -> Trace:
-    """Ops of three scopes on three lanes, nested at random (the parents given, a cycle of
-    parents now and then), reading random earlier ops and now and then a later one."""
+def _random_trace(seed: int, longest: int = 300, loops: bool = True) -> Trace:
+    """Ops of three scopes on three lanes, nested at random (the parents given; with `loops`,
+    parents in a loop now and then, which no file can make), reading random earlier ops and
+    now and then a later one; each lasting up to `longest` ns."""
     rng = random.Random(seed)
     count = rng.randint(2, 40)
     names = [f"{rng.choice('abc')}/op{i}" for i in range(count)]
     events = []
     for i, name in enumerate(names):
         parent = rng.choice([None, None, *names[:i]]) if i else None
-        if rng.random() < 0.03:
+        if loops and rng.random() < 0.03:
             parent = rng.choice(names)  # parents in a cycle: the walks must still end
         inputs = tuple(rng.sample(names, min(count, rng.randint(0, 3))))
-        start = rng.randint(0, 1000)
-        lane, end = f"w/{rng.randint(0, 2)}", start + rng.randint(1, 300)
+        start = rng.randint(0, 1000 * longest // 300)
+        lane, end = f"w/{rng.randint(0, 2)}", start + rng.randint(1, longest)
         depth = 0 if parent is None else 1
         scope = name.split("/")[0]
         event = TraceEvent(name, "x", scope, "cpu:0", EventKind.OP, lane, start, end)
@@ -211,7 +215,7 @@ def test_every_analysis_takes_about_twice_the_time_on_twice_the_events(tmp_path)
     three runs at each size, taken in turns so that a busy spell slows both, the garbage
     collector paused (`doubling.best_seconds`); a step over `MAX_RATIO` is measured again
     (three more turns, the best of all kept) before it fails."""
-    small, large = doubling.prepared(tmp_path, 10_000), doubling.prepared(tmp_path, 20_000)
+    (_, small), (_, large) = (doubling.prepared(tmp_path, n) for n in (10_000, 20_000))
     ratios = {}
     for name in doubling.STEPS:
         best = {"small": float("inf"), "large": float("inf")}
@@ -224,3 +228,26 @@ def test_every_analysis_takes_about_twice_the_time_on_twice_the_events(tmp_path)
             if ratios[name] < MAX_RATIO:
                 break
     assert all(ratio < MAX_RATIO for ratio in ratios.values()), ratios
+
+
+def _reference_short_ops(pairs, context):
+    """`explain.advice._short_ops` as it was: the ops of both branches of every pair that did
+    not overlap, listed again for each pair."""
+    ops = [
+        e
+        for pair in pairs
+        if not pair.overlapped
+        for label in (pair.scope_a, pair.scope_b)
+        for e in context.branches[label].ops
+    ]
+    return bool(ops) and causes.short_share(ops) >= 0.5
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_short_ops_advice_weighs_the_branches_as_the_lists_did(seed):
+    trace = _random_trace(seed, longest=2 * causes.SHORT_OP_NS, loops=False)
+    chosen = branches.default_branches(trace)
+    labels = {b.label: b for b in chosen}
+    context = causes.Context(trace, trace.info.settings, None, knobs_for("trace-event"), labels)
+    pairs = tuple(causes.pair_report(context, a, b) for a, b in combinations(chosen, 2))
+    assert advice._short_ops(pairs, context) == _reference_short_ops(pairs, context)

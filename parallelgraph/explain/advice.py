@@ -4,11 +4,12 @@ words of the tool that wrote the trace (`SettingWords`); and the workers the run
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..trace import analysis
-from .causes import Cause, Context, PairReport, short_share
+from .causes import Cause, Context, PairReport, short_and_total_ns
 from .evidence import EVERY_LANE_BUSY, Advice
 
 if TYPE_CHECKING:
@@ -66,15 +67,19 @@ def gpu_suggestion(
 
 
 def _short_ops(pairs: tuple[PairReport, ...], context: Context) -> bool:
-    """Whether the ops of the non-overlapping pairs are too short to be worth handing off."""
-    ops = [
-        e
-        for pair in pairs
-        if not pair.overlapped
-        for label in (pair.scope_a, pair.scope_b)
-        for e in context.branches[label].ops
-    ]
-    return bool(ops) and short_share(ops) >= 0.5
+    """Whether the ops of the non-overlapping pairs are too short to be worth handing off
+    (`short_share` of their ops, a branch's counted once per such pair it is in: each branch's
+    sums are taken once and weighted, not its ops listed again for each pair)."""
+    times = Counter(
+        label for pair in pairs if not pair.overlapped for label in (pair.scope_a, pair.scope_b)
+    )
+    short = total = 0
+    for label, count in times.items():
+        branch_short, branch_total = short_and_total_ns(context.branches[label].ops)
+        short += count * branch_short
+        total += count * branch_total
+    any_ops = any(context.branches[label].ops for label in times)
+    return any_ops and (short / total if total else 1.0) >= 0.5  # short_share's rule
 
 
 def suggestion(

@@ -345,9 +345,15 @@ def _top_scope(event: TraceEvent) -> str:
 def short_share(ops: Iterable[TraceEvent]) -> float:
     """The share of the ops' time spent in ops shorter than `SHORT_OP_NS`: a branch of a few
     long matmuls and many microsecond reads is not "too short", whatever its median."""
+    short, total = short_and_total_ns(ops)
+    return short / total if total else 1.0
+
+
+def short_and_total_ns(ops: Iterable[TraceEvent]) -> tuple[int, int]:
+    """The ops' time in ops shorter than `SHORT_OP_NS`, and all their time (ns): sums, so the
+    share of several branches' ops adds up without going over their ops again."""
     durations = [e.work_ns for e in ops]
-    total = sum(durations)
-    return sum(d for d in durations if d < SHORT_OP_NS) / total if total else 1.0
+    return sum(d for d in durations if d < SHORT_OP_NS), sum(durations)
 
 
 def _too_short(context: Context, a: Branch, b: Branch) -> Found:
