@@ -29,7 +29,7 @@ from typing import Any, NoReturn
 from .config import MAX_STREAMS, MAX_THREADS, STREAM_POLICIES, Config
 from .errors import GraphError, OpError
 from .executors.registry import EXECUTOR_NAMES, REGISTRY, executor_spec
-from .experiments.machine_load import LoadMonitor, MachineLoad, busy_note
+from .experiments.machine_load import LoadMonitor, MachineLoad, busy_note, load_note
 from .experiments.measure import Measurement, measure, measure_interleaved
 from .experiments.presets import PRESETS, TWO_NETWORK_SIZES, Preset, build_preset
 from .experiments.stats import runs_text, speedup, speedup_text
@@ -356,10 +356,11 @@ def command_demo(args: argparse.Namespace) -> int:
     print("(the first run compiles the Numba kernels; later runs use the cache)\n")
     measured, load = demo_runs(preset, args.repeats)
     # at most inter-op threads plus the intra-op helpers (intra - 1, shared) run at once
-    busy = busy_note(load, threads_used=max(inter + intra - 1 for inter, intra in measured))
+    threads_used = max(inter + intra - 1 for inter, intra in measured)
+    busy, said = busy_note(load, threads_used), load_note(load, threads_used)
     print("\n".join(demo_table(measured, args.repeats)))
-    if busy is not None:
-        print(f"Busy machine: {busy}.")
+    if said is not None:
+        print(said)
     results = [measured[setting] for setting in DEMO_SETTINGS]
     traces = [r.median_trace() for r in results[:2]]
     traces[1].save(out / "trace.ctf.json", memory=True)  # with its memory track, for Perfetto

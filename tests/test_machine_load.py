@@ -30,6 +30,7 @@ from parallelgraph.experiments.machine_load import (
     LoadMonitor,
     MachineLoad,
     busy_note,
+    load_note,
 )
 
 pytestmark = pytest.mark.skipif(
@@ -368,6 +369,19 @@ def test_busy_note_is_silent_on_a_quiet_machine_and_gives_the_numbers_on_a_busy_
     )
     assert "used 0.30 of 1 core during" in busy_note(load(0.3, cores=1))
     assert busy_note(load(1.6, wall_s=MIN_WALL_S - 0.01)) is None  # too short to tell
+
+
+def test_load_note_says_busy_or_too_short_and_nothing_only_on_a_quiet_long_enough_period():
+    """A quiet machine and an untested one never look alike beside a speed-up (issue #40)."""
+    assert load_note(None) is None
+    assert load_note(load(0.0)) is None
+    assert load_note(load(1.6)) == f"Busy machine: {busy_note(load(1.6))}."
+    short = load_note(load(1.6, wall_s=0.18))
+    assert short == (
+        "Too short to tell whether the machine was busy: the runs took 0.18 s, and the load "
+        "check needs 0.25 s (more repeats let it judge)."
+    )
+    assert load_note(load(0.0, wall_s=0.18)) == short
 
 
 def test_busy_note_forgives_what_ran_on_the_cores_the_runs_left_free():

@@ -8,7 +8,7 @@
 
 # %%
 import parallelgraph as pg
-from parallelgraph.experiments.machine_load import LoadMonitor, busy_note
+from parallelgraph.experiments.machine_load import MIN_WALL_S, LoadMonitor, load_note
 from parallelgraph.experiments.measure import measure_interleaved
 from parallelgraph.experiments.stats import speedup_text
 
@@ -64,7 +64,10 @@ print(f"inter-op 2 against inter-op 1: {one_each}")
 sessions = {
     inter: pg.Session(g, pg.Config(inter_op_threads=inter, intra_op_threads=1)) for inter in (1, 2)
 }
-repeats = 25  # a few ms a run: enough runs for an interval, and for the load to be measurable
+# enough runs for an interval, and for the load check to judge: it needs MIN_WALL_S (0.25 s)
+# of measuring, so on a fast machine we take more than 25 runs rather than say nothing
+slowest_s = max(t.makespan_ms for t in traces.values()) / 1e3
+repeats = max(25, int(2 * MIN_WALL_S / (2 * slowest_s)) + 1)
 with LoadMonitor() as monitor:  # what else used the CPUs while we measured
     runs = measure_interleaved(sessions, out, repeats=repeats, warmup=1)
 for session in sessions.values():
@@ -75,13 +78,13 @@ for inter, run in runs.items():
     print(f"inter-op {inter}: median {run.median_ms:6.1f} ms of {repeats} runs", end=" ")
     print(f"(IQR {q1:.1f}-{q3:.1f})")
 print(f"inter-op 2 against inter-op 1: {measured}")
-busy = busy_note(monitor.load, threads_used=2)
-if busy:  # nothing is said on a quiet machine
-    print(f"Busy machine: {busy}.")
+said = load_note(monitor.load, threads_used=2)
+if said:  # nothing is said on a quiet machine
+    print(said)
 
 # %% [markdown]
 # The timelines of the two traced runs. Each panel's heading compares those two runs alone, one
-# run each; the title gives the speed-up measured over 25 runs of each:
+# run each; the title gives the speed-up measured over all the runs of each:
 
 # %%
 pg.plot.compare(

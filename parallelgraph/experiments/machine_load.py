@@ -466,3 +466,20 @@ def busy_note(load: MachineLoad | None, threads_used: int | None = None) -> str 
             "thread: threadpoolctl.threadpool_limits(1))"
         )
     return f"{' and '.join(parts)} during these runs: the speed-up is not reliable; {advice}"
+
+
+def load_note(load: MachineLoad | None, threads_used: int | None = None) -> str | None:
+    """The line a screen shows about the machine during a measurement: "Busy machine: ..."
+    (`busy_note`), or, for a period too short for that check to judge, a line saying so — a
+    quiet machine and an untested one must not look alike beside a speed-up; None on a quiet
+    machine, or without /proc."""
+    busy = busy_note(load, threads_used)
+    if busy is not None:
+        return f"Busy machine: {busy}."
+    if load is not None and load.wall_s < MIN_WALL_S:
+        return (
+            f"Too short to tell whether the machine was busy: the runs took "
+            f"{load.wall_s:.2f} s, and the load check needs {MIN_WALL_S:g} s (more repeats let "
+            "it judge)."
+        )
+    return None

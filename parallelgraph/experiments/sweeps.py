@@ -54,7 +54,7 @@ from ..graph import Graph
 from ..session import Session
 from ..trace.model import Trace
 from . import stats
-from .machine_load import LoadMonitor, MachineLoad, busy_note, dask_client_threads
+from .machine_load import LoadMonitor, MachineLoad, dask_client_threads, load_note
 from .measure import Planned, median_trace, run_schedule
 from .number_text import number_text, range_places, range_text
 from .preset_record import graph_and_fetches
@@ -294,8 +294,8 @@ class SweepResult:
         machine."""
         found = [self.noise["warning"]] if self.noise.get("warning") else []
         found += self.notes
-        busy = busy_note(self.machine)
-        return [*found, f"Busy machine: {busy}."] if busy else found
+        said = load_note(self.machine)
+        return [*found, said] if said else found
 
     def __repr__(self) -> str:
         state = "complete" if self.complete else "interrupted"

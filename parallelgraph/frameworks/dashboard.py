@@ -37,7 +37,7 @@ import numpy as np
 
 from ..config import cpu_count
 from ..experiments import stats
-from ..experiments.machine_load import LoadMonitor, busy_note
+from ..experiments.machine_load import LoadMonitor, load_note
 from ..interrupts import RELAY, end_listener
 from .knobs import Framework, framework, unapplied_text
 from .pool import Stopped, Worker, Workers
@@ -401,7 +401,7 @@ class FrameworkDashboard:
                             f"running {html.escape(measured.label)}: step {index + 1} of "
                             f"{self.repeats.value}"
                         )
-            measured.busy = busy_note(monitor.load)
+            measured.busy = load_note(monitor.load)
             if self.trace_steps and self.framework.profile is not None:
                 from ..trace.model import Trace
 
@@ -430,7 +430,7 @@ class FrameworkDashboard:
                     f"{self.framework.title}'s defaults, not this setting"
                 )
         if measured.busy:
-            line += f"<br><b>Busy machine</b>: {html.escape(measured.busy)}."
+            line += f"<br>{html.escape(measured.busy)}"
         self.status.value = line
         if self._error is not None:
             self.message.value = f"<pre>{html.escape(str(self._error))[:4000]}</pre>"

@@ -35,6 +35,7 @@ from ..experiments.machine_load import (
     MachineLoad,
     busy_note,
     dask_client_threads,
+    load_note,
 )
 from ..experiments.measure import Measurement, Planned, Progress, StopSignal, run_schedule
 from ..plan_notes import soft_placement_warning
@@ -60,6 +61,11 @@ class Result:
         the run needed (or a hypervisor its CPU time), None on a quiet machine, over a period
         too short to tell, or without procfs."""
         return busy_note(self.load, viewer.threads_used(self.knobs))
+
+    def load_note(self) -> str | None:
+        """`machine_load.load_note` of this run: the busy-machine line, or that the run was too
+        short to tell."""
+        return load_note(self.load, viewer.threads_used(self.knobs))
 
     @property
     def params(self) -> dict[str, Any]:
