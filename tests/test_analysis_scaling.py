@@ -8,15 +8,13 @@ linear work, 4 for quadratic)."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
-from itertools import combinations
 
 import doubling
 import pytest
 
-from parallelgraph.chrome.producers import knobs_for
-from parallelgraph.explain import advice, causes
 from parallelgraph.plot.colors import color_key
 from parallelgraph.scopes import branch_of
 from parallelgraph.trace import Trace, TraceEvent, analysis, branches, intervals
@@ -128,16 +126,15 @@ def _explain(events):
 
 def test_explain_of_a_30000_op_chain_reading_another_scope_takes_twice_the_15000_op_time():
     """It was quadratic (one ancestor search per consumer op); the answer is the same."""
-    seconds = {}
+    calls = []
     for ops in (15_000, 30_000):
         trace = _chain_reading_another_scope(ops)
         evidence = trace.explain().pairs[0].evidence
         last = f"a/op{ops - 1}"
         assert (evidence.producer, evidence.consumer) == ("b/op0", last)
         assert evidence.chain == ("b/op0", "b/op1", last)
-        events = trace.events
-        seconds[ops] = doubling.best_seconds(partial(_explain, events), 2, collector=False)
-    assert seconds[30_000] / seconds[15_000] < MAX_RATIO, seconds
+        calls.append(partial(_explain, trace.events))
+    assert _growth(*calls) < MAX_RATIO
 
 
 def _reference_branch_of(scope, branches):
@@ -211,43 +208,22 @@ def test_intersect_of_a_short_list_and_a_long_one_is_the_walks():
 
 def test_every_analysis_takes_about_twice_the_time_on_twice_the_events(tmp_path):
     """Each step (`doubling.STEPS`: load, explain, simulate, top_ops, memory, plot) on traces
-    of 10,000 and 20,000 events (large enough that the timer is not the noise): the best of
-    three runs at each size, taken in turns so that a busy spell slows both, the garbage
-    collector paused (`doubling.best_seconds`); a step over `MAX_RATIO` is measured again
-    (three more turns, the best of all kept) before it fails."""
+    of 10,000 and 20,000 events (large enough that the timer is not the noise), by `_growth`."""
     (_, small), (_, large) = (doubling.prepared(tmp_path, n) for n in (10_000, 20_000))
-    ratios = {}
-    for name in doubling.STEPS:
-        best = {"small": float("inf"), "large": float("inf")}
-        for _ in range(2):  # a second round only if the first looks super-linear
-            for _ in range(3):
-                for size, calls in (("small", small), ("large", large)):
-                    seconds = doubling.best_seconds(calls[name], 1, collector=False)
-                    best[size] = min(best[size], seconds)
-            ratios[name] = best["large"] / best["small"]
-            if ratios[name] < MAX_RATIO:
-                break
+    ratios = {name: _growth(small[name], large[name]) for name in doubling.STEPS}
     assert all(ratio < MAX_RATIO for ratio in ratios.values()), ratios
 
 
-def _reference_short_ops(pairs, context):
-    """`explain.advice._short_ops` as it was: the ops of both branches of every pair that did
-    not overlap, listed again for each pair."""
-    ops = [
-        e
-        for pair in pairs
-        if not pair.overlapped
-        for label in (pair.scope_a, pair.scope_b)
-        for e in context.branches[label].ops
-    ]
-    return bool(ops) and causes.short_share(ops) >= 0.5
-
-
-@pytest.mark.parametrize("seed", range(100))
-def test_short_ops_advice_weighs_the_branches_as_the_lists_did(seed):
-    trace = _random_trace(seed, longest=2 * causes.SHORT_OP_NS, loops=False)
-    chosen = branches.default_branches(trace)
-    labels = {b.label: b for b in chosen}
-    context = causes.Context(trace, trace.info.settings, None, knobs_for("trace-event"), labels)
-    pairs = tuple(causes.pair_report(context, a, b) for a, b in combinations(chosen, 2))
-    assert advice._short_ops(pairs, context) == _reference_short_ops(pairs, context)
+def _growth(small: Callable[[], object], large: Callable[[], object]) -> float:
+    """How many times longer `large` takes than `small`: the best of three runs of each, taken
+    in turns so that a busy spell slows both, the garbage collector paused
+    (`doubling.best_seconds`); over `MAX_RATIO`, three more turns (the best of all kept), so
+    that only what is slower every time fails."""
+    best_small = best_large = float("inf")
+    for _ in range(2):
+        for _ in range(3):
+            best_small = min(best_small, doubling.best_seconds(small, 1, collector=False))
+            best_large = min(best_large, doubling.best_seconds(large, 1, collector=False))
+        if best_large / best_small < MAX_RATIO:
+            break
+    return best_large / best_small
