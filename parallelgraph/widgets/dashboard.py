@@ -498,9 +498,9 @@ class Dashboard(RunThread, viewer.ViewerControls):
         notes = list(result.notes())
         if how != "done":
             notes.insert(0, f"{said}: the table and timeline show the runs measured.")
-        said = result.load_note()
-        if said is not None:
-            notes.append(said)
+        load_line = result.load_note()
+        if load_line is not None:
+            notes.append(load_line)
         self.message.value = self._run_notes = notes_html(notes)
         self.progress.value = self.progress.max
         self.progress.bar_style = "success" if how == "done" else "warning"
