@@ -499,7 +499,8 @@ class Dashboard(RunThread, viewer.ViewerControls):
         if how != "done":
             notes.insert(0, f"{said}: the table and timeline show the runs measured.")
         load_line = result.load_note()
-        if load_line is not None:
+        # too short to judge: said where a speed-up against a pin stands beside it
+        if load_line is not None and (result.busy_note() or comparable(result, self.pinned)):
             notes.append(load_line)
         self.message.value = self._run_notes = notes_html(notes)
         self.progress.value = self.progress.max
