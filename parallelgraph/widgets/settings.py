@@ -29,8 +29,9 @@ from ..graph import Graph
 
 #: The devices the dashboard offers (ops on gpu:0 run on the CPU where no GPU is usable).
 DEVICES = ("cpu", "gpu:0")
-#: The most traced runs one Run may ask for.
-MAX_REPEATS = 50
+#: The most traced runs one Run may ask for: enough for a tight interval of a few-percent
+#: difference; each run keeps its trace (a few hundred kB for a graph of hundreds of ops).
+MAX_REPEATS = 200
 
 
 # -- the knobs ------------------------------------------------------------------------------
