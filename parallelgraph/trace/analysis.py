@@ -360,6 +360,7 @@ class DataFlow:
 
     @cached_property
     def readers(self) -> dict[str, set[str]]:
+        """For each op, the ops that read it (`inputs` reversed)."""
         readers: dict[str, set[str]] = {name: set() for name in self.inputs}
         for name, inputs in self.inputs.items():
             for source in inputs:
@@ -498,10 +499,9 @@ def all_busy_fraction(
     total = sum(end - start for start, end in window)
     if not total or not lanes:
         return 0.0
-    busy_per_lane = lane_op_spans(trace, lanes) if busy is None else busy
     covered = window
-    for busy in busy_per_lane:
-        covered = intersect(covered, busy)
+    for lane_busy in lane_op_spans(trace, lanes) if busy is None else busy:
+        covered = intersect(covered, lane_busy)
     return sum(end - start for start, end in covered) / total
 
 
