@@ -7,9 +7,9 @@ events, each twice the one before.
 The traces and the steps are the tests' (`tests/generated_traces.py: scaling_events`,
 `tests/doubling.py: STEPS`), so what tests/test_analysis_scaling.py asserts at 20,000 events
 is what this prints at a million. One row per size: seconds per step (the best of the
-repeats, the garbage collector on, as users run them) and the ratio to the row before; linear
-time gives about 2.0, and a ratio over `MAX_RATIO` is marked "!". Results:
-benchmarks/RESULTS.md.
+repeats, the garbage collector on, as users run them) and the ratio to the size before,
+timed again in turns with this one; linear time gives about 2.0, and a ratio over
+`MAX_RATIO` is marked "!". Results: benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import argparse
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
@@ -30,23 +31,29 @@ MAX_RATIO = 2.5
 
 def table(max_events: int, rows: int, repeats: int) -> list[tuple[int, dict[str, float]]]:
     """Every step timed at each size; prints the table as it goes and returns
-    (events, {step: seconds}) per row."""
+    (events, {step: seconds}) per row. Each row's steps are timed in turns with the row
+    before's (`doubling.in_turns`), whose trace is kept until then: the ratio compares times
+    taken in the same minutes of a shared machine."""
     names = list(doubling.STEPS)
     print(f"| events | {' | '.join(f'{name} s | x' for name in names)} |")
     print("|---" * (1 + 2 * len(names)) + "|", flush=True)
     measured: list[tuple[int, dict[str, float]]] = []
+    before: dict[str, Callable[[], object]] = {}
     with tempfile.TemporaryDirectory() as folder:
         for row in range(rows):
             count, calls = doubling.prepared(Path(folder), max_events >> (rows - 1 - row))
-            seconds = {name: doubling.best_seconds(calls[name], repeats) for name in names}
-            del calls  # the trace of this size, before the next is made
-            cells = []
+            seconds, cells = {}, []
             for name in names:
-                ratio = seconds[name] / measured[-1][1][name] if measured else None
-                mark = "" if ratio is None else f"{ratio:.2f}" + ("!" if ratio > MAX_RATIO else "")
+                if before:
+                    earlier, seconds[name] = doubling.in_turns(before[name], calls[name], repeats)
+                    ratio = seconds[name] / earlier
+                    mark = f"{ratio:.2f}" + ("!" if ratio > MAX_RATIO else "")
+                else:
+                    seconds[name], mark = doubling.best_seconds(calls[name], repeats), ""
                 cells.append(f"{seconds[name]:.3f} | {mark}")
             print(f"| {count:,} | {' | '.join(cells)} |", flush=True)
             measured.append((count, seconds))
+            before = calls  # timed again with the next row; the row before it is let go
     return measured
 
 

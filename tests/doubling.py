@@ -5,7 +5,7 @@ benchmarks/analysis_scaling.py prints (up to a million events).
 The traces are `generated_traces.scaling_events(count)`, written as trace-event JSON; each
 analysis (`STEPS`) is a function of the file and its loaded Trace that returns the call to
 time. Each call is timed alone and the best of a few runs kept: what the work takes when
-nothing else on the machine got in its way.
+nothing else on the machine got in its way; two sizes are timed in turns (`in_turns`).
 """
 
 from __future__ import annotations
@@ -76,6 +76,19 @@ def best_seconds(call: Callable[[], object], repeats: int, collector: bool = Tru
             if not collector:
                 gc.enable()
     return min(times)
+
+
+def in_turns(
+    small: Callable[[], object], large: Callable[[], object], turns: int, collector: bool = True
+) -> tuple[float, float]:
+    """The best seconds of each of two calls (`best_seconds`) over `turns` turns of one run of
+    each, so that a spell when the machine was busy with other work slows both: their ratio
+    is what a doubling measures, far steadier than either time."""
+    best_small = best_large = float("inf")
+    for _ in range(turns):
+        best_small = min(best_small, best_seconds(small, 1, collector))
+        best_large = min(best_large, best_seconds(large, 1, collector))
+    return best_small, best_large
 
 
 def prepared(folder: Path, count: int) -> tuple[int, dict[str, Callable[[], object]]]:

@@ -215,15 +215,13 @@ def test_every_analysis_takes_about_twice_the_time_on_twice_the_events(tmp_path)
 
 
 def _growth(small: Callable[[], object], large: Callable[[], object]) -> float:
-    """How many times longer `large` takes than `small`: the best of three runs of each, taken
-    in turns so that a busy spell slows both, the garbage collector paused
-    (`doubling.best_seconds`); over `MAX_RATIO`, three more turns (the best of all kept), so
-    that only what is slower every time fails."""
+    """How many times longer `large` takes than `small`: the best of three turns
+    (`doubling.in_turns`), the garbage collector paused; over `MAX_RATIO`, three more turns
+    (the best of all kept), so that only what is slower every time fails."""
     best_small = best_large = float("inf")
     for _ in range(2):
-        for _ in range(3):
-            best_small = min(best_small, doubling.best_seconds(small, 1, collector=False))
-            best_large = min(best_large, doubling.best_seconds(large, 1, collector=False))
+        seconds = doubling.in_turns(small, large, 3, collector=False)
+        best_small, best_large = min(best_small, seconds[0]), min(best_large, seconds[1])
         if best_large / best_small < MAX_RATIO:
             break
     return best_large / best_small
