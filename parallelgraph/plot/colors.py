@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..scopes import enclosing_scopes
 from ..trace.model import Trace
-
-if TYPE_CHECKING:
-    pass
-
 
 PALETTE = (
     "#4C72B0",
@@ -124,6 +120,28 @@ def color_key(scope: str, colors: Mapping[str, str]) -> str:
     top = scope.split("/", 1)[0]
     inside = (key for key in enclosing_scopes(scope) if key in colors and len(key) > len(top))
     return next(inside, top)  # innermost first: the longest; not every key compared
+
+
+def relative_luminance(color: Any) -> float:
+    """WCAG 2's relative luminance of a matplotlib colour (0 black, 1 white): what the eye
+    reads as light or dark, the sRGB channels made linear and weighted (green the most)."""
+    from matplotlib.colors import to_rgb
+
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(color)]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast_ratio(first: Any, second: Any) -> float:
+    """WCAG 2's contrast ratio of two colours, 1 (alike) to 21 (black on white)."""
+    darker, lighter = sorted((relative_luminance(first), relative_luminance(second)))
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def ink_on(background: Any) -> str:
+    """Black or white, whichever contrasts more with `background`: the one rule for text on
+    a coloured patch (bar labels, heatmap cells), so no label is dark on dark."""
+    dark = contrast_ratio("black", background) >= contrast_ratio("white", background)
+    return "black" if dark else "white"
 
 
 def reset_scope_colors() -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..experiments.number_text import number_text, range_text
 from ..experiments.stats import TOO_FEW
+from .colors import ink_on
 from .figures import new_figure
 
 if TYPE_CHECKING:
@@ -49,46 +50,80 @@ def _select(result: SweepResult, free: tuple[str, ...], fixed: dict[str, Any]) -
 def heatmap(result: SweepResult, x: str, y: str, title: str | None = None, **fixed: Any) -> Any:
     """Speed-up against the baseline for every (x, y) cell, with its 95% CI and verdict.
 
-    The title (default: `heatmap_title`) names the graph and the baseline; it is the figure's
-    title, wrapped to the figure's width, so a narrow heatmap never clips it.
+    Colours diverge from x1.00, which is a light neutral grey: faster cells blue, slower ones
+    red, on a log scale symmetric about 1 (`speedup_norm`: x2 and x0.5 are equally strong), so
+    the baseline never looks like a result. Each cell's text is black or white, whichever
+    contrasts more with the cell (`colors.ink_on`). The title (default: `heatmap_title`) names
+    the graph and the baseline; it is the figure's title, wrapped to the figure's width, so a
+    narrow heatmap never clips it.
     """
-    rows = _select(result, (x, y), fixed)
-    xs, ys = list(result.grid[x]), list(result.grid[y])
     import numpy as np
 
+    rows = _select(result, (x, y), fixed)
+    xs, ys = list(result.grid[x]), list(result.grid[y])
     grid = np.full((len(ys), len(xs)), np.nan)
+    for row in rows:
+        grid[ys.index(row.params[y]), xs.index(row.params[x])] = row.speedup
     width = max(4.5, 2.0 + 1.6 * len(xs))
     figure = new_figure(len(ys) + 2, width=width, layout="constrained")
     ax = figure.add_subplot()
+    image = ax.imshow(grid, cmap=SPEEDUP_CMAP, norm=speedup_norm(grid), origin="lower")
+    marks = {"faster": "+", "slower": "-", "within noise": "~", "baseline": "=", TOO_FEW: "?"}
     for row in rows:
         i, j = ys.index(row.params[y]), xs.index(row.params[x])
-        grid[i, j] = row.speedup
         low, high = row.speedup_ci
-        marks = {"faster": "+", "slower": "-", "within noise": "~", "baseline": "=", TOO_FEW: "?"}
-        mark = marks[row.verdict]
         ax.text(
             j,
             i,
-            f"x{number_text(row.speedup)} {mark}\n({range_text(low, high)})",
+            f"x{number_text(row.speedup)} {marks[row.verdict]}\n({range_text(low, high)})",
             ha="center",
             va="center",
             fontsize=8,
+            color=ink_on(_cell_color(image, grid[i, j], ax)),
         )
-    image = ax.imshow(
-        grid,
-        cmap="RdYlGn",
-        vmin=min(0.5, np.nanmin(grid)),
-        vmax=max(2.0, np.nanmax(grid)),
-        origin="lower",
-    )
     ax.set_xticks(range(len(xs)), [str(v) for v in xs])
     ax.set_yticks(range(len(ys)), [str(v) for v in ys])
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     heading = heatmap_title(result, x, y, fixed) if title is None else title
     figure.suptitle(_wrap(heading, width, fontsize=9), fontsize=9)
-    figure.colorbar(image, ax=ax, label="speed-up")
+    bar = figure.colorbar(image, ax=ax, label="speed-up (x1.00 neutral)")
+    ticks = speedup_ticks(image.norm.vmax)
+    bar.set_ticks(ticks, labels=[f"x{number_text(t)}" for t in ticks])
+    bar.ax.minorticks_off()
     return figure
+
+
+#: Slower red, faster blue, x1.00 a light neutral grey (ColorBrewer's RdBu: colour-blind safe).
+SPEEDUP_CMAP = "RdBu"
+
+
+def speedup_norm(speedups: Any) -> Any:
+    """A log norm centred on 1: limits 1/r and r, r the largest factor either way (at least
+    2), so x1.00 is the colour map's centre and a cell twice as fast is as strong as one
+    twice as slow. NaN cells (too few runs) stay blank."""
+    import numpy as np
+    from matplotlib.colors import LogNorm
+
+    finite = np.asarray(speedups, dtype=float)
+    finite = finite[np.isfinite(finite) & (finite > 0)]
+    reach = max(2.0, float(np.max(np.maximum(finite, 1 / finite), initial=1.0)))
+    return LogNorm(vmin=1 / reach, vmax=reach)
+
+
+def speedup_ticks(reach: float) -> list[float]:
+    """Colour bar ticks for limits 1/reach..reach: 1 and up to three round factors each way."""
+    factors = [f for f in (1.5, 2, 3, 5, 10, 20, 50, 100, 1000) if f <= reach * (1 + 1e-9)]
+    return sorted({1.0, *factors[-3:], *(1 / f for f in factors[-3:])})
+
+
+def _cell_color(image: Any, speedup: float, ax: Any) -> Any:
+    """The colour a cell is drawn in: its colour map colour, or the axes' face where blank."""
+    import math
+
+    if not math.isfinite(speedup) or speedup <= 0:
+        return ax.get_facecolor()
+    return image.cmap(image.norm(speedup))
 
 
 def heatmap_title(result: SweepResult, x: str, y: str, fixed: dict[str, Any]) -> str:
