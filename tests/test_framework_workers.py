@@ -496,3 +496,19 @@ def test_unapplied_compares_each_knob_with_its_read_back():
     assert unapplied({"blas": 1}, read_back) == {"blas": "reported {'openmp': 2}"}
     assert unapplied({"mode": "parallel", "batch": 8}, read_back) == {"mode": "not read back"}
     assert unapplied({"devices": 4}, {"devices": 4}) == {}
+    # a knob the framework cannot read back, which the build read and applied itself
+    assert unapplied({"inter": 2}, {"read_by_build": ["inter"]}) == {}
+    assert unapplied({"inter": 2}, {"read_by_build": ["intra"]}) == {"inter": "not read back"}
+
+
+def build_reading_inter_itself(setting):
+    import time as clock
+
+    pause = 0.001 / setting.inter
+    return lambda: clock.sleep(pause)
+
+
+def test_a_knob_the_build_read_itself_counts_as_applied(tag):
+    result = sweep(build_reading_inter_itself, inter=[1, 2])
+    assert [result.read_back[i]["read_by_build"] for i in (0, 1)] == [["inter"], ["inter"]]
+    assert not any("not_applied" in r for r in result.read_back.values())

@@ -58,6 +58,7 @@ from .machine_load import LoadMonitor, MachineLoad, dask_client_threads, load_no
 from .measure import Planned, median_trace, run_schedule
 from .number_text import number_text, range_places, range_text
 from .preset_record import graph_and_fetches
+from .progress import progress_bar
 
 SHORT_NAMES = {"inter": "inter_op_threads", "intra": "intra_op_threads"}
 CONFIG_KEYS = {f.name for f in fields(Config)}
@@ -645,16 +646,6 @@ def _measure_rounds(
     finally:
         if bar is not None:
             bar.close()
-
-
-def progress_bar(total: int, enabled: bool) -> Any:
-    if not enabled:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a dependency
-        return None
-    return tqdm(total=total, desc="sweep", unit="run", leave=False)
 
 
 def _predict(result: SweepResult) -> None:

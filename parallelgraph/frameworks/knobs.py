@@ -49,8 +49,12 @@ class Setting(Mapping[str, Any]):
         #: Where a traced build writes its profile (ONNX Runtime sessions), else None.
         self.profiling = profiling
         self._made: list[Any] = []  # sessions, options, pools made through the helpers
+        #: The keys the program read (`setting.inter`, `setting["intra"]`): a knob the framework
+        #: cannot read back counts as applied when the build read it and applied it itself.
+        self.read: set[str] = set()
 
     def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
         return self._values[key]
 
     def __iter__(self) -> Any:
@@ -63,6 +67,7 @@ class Setting(Mapping[str, Any]):
         if name.startswith("_"):
             raise AttributeError(name)
         if name in KNOWN_KNOBS:
+            self.read.add(name)
             return self._values.get(name)
         try:
             return self._values[name]
@@ -222,9 +227,10 @@ def common_read_back(setting: Mapping[str, Any]) -> dict[str, Any]:
 
 def unapplied(asked: Mapping[str, Any], read_back: Mapping[str, Any]) -> dict[str, str]:
     """The knobs of `asked` (those set, not None) that the read-back does not confirm, each
-    with what was read back: "not read back" where the framework said nothing of it (a NumPy
-    build that made no `setting.pool()`, an ONNX Runtime build that made its own session), else
-    the value it reported instead. Such a setting was not measured: a sweep keeps it out of its
+    with what was read back: "not read back" where the framework said nothing of it and the
+    build did not read it either (a NumPy build that made no `setting.pool()` and never looked
+    at `setting.inter`, an ONNX Runtime build that made its own session), else the value the
+    framework reported instead. Such a setting was not measured: a sweep keeps it out of its
     verdicts and says so."""
     missing = {}
     for key, want in asked.items():
@@ -239,7 +245,8 @@ def unapplied(asked: Mapping[str, Any], read_back: Mapping[str, Any]) -> dict[st
             if got is not None and got != want:
                 missing[key] = f"reported {got}"
         elif got is None:
-            missing[key] = "not read back"
+            if key not in read_back.get("read_by_build", ()):
+                missing[key] = "not read back"
         elif got != want:
             missing[key] = f"reported {got!r}"
     return missing

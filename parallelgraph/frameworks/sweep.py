@@ -45,13 +45,13 @@ import numpy as np
 from ..config import MAX_THREADS, Config, cpu_count
 from ..experiments import stats
 from ..experiments.machine_load import LoadMonitor
+from ..experiments.progress import progress_bar
 from ..experiments.sweeps import (
     MAX_CELLS,
     SweepResult,
     SweepRun,
     checked_grid,
     noise_summary,
-    progress_bar,
 )
 from ..trace.model import Trace
 from .knobs import CHECKS, PROFILE_PREFIX, Framework, Setting, framework, unapplied_text

@@ -73,6 +73,7 @@ class WorkerState:
         return {
             **common_read_back(self.values),
             **self.framework.read_back(self.module, self.setting),
+            "read_by_build": sorted(self.setting.read & set(self.framework.knobs)),
         }
 
     def time(self, steps: int) -> list[int]:
