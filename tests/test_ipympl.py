@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import io
+from pathlib import Path
 
 import pytest
 
@@ -75,7 +76,7 @@ def test_a_fit_request_resizes_the_canvas_and_keeps_the_legend_inside(widget_bac
     assert canvas._size == pytest.approx((width, height))  # what the front end is told
     canvas.draw()
     renderer = canvas.get_renderer()
-    (legend,) = figure.legends
+    legend = figure.axes[0].get_legend()  # the scope legend, on the top panel
     box = legend.get_window_extent(renderer)
     right_of_charts = max(ax.get_window_extent(renderer).x1 for ax in figure.axes)
     assert right_of_charts <= box.x0 and box.x1 <= width
@@ -206,3 +207,35 @@ def test_the_inline_backend_still_shows_one_png_per_plot(tmp_path):
     from PIL import Image
 
     assert Image.open(io.BytesIO(png)).width == 1100  # 11 in at 100 dpi, as before
+
+
+def test_the_onnx_dashboards_comparison_picture_leaves_no_figure_to_pyplot(widget_backend):
+    """The comparison is drawn in the button's thread into a PNG; under `%matplotlib widget`
+    its figure was left to pyplot, which would show it once more, as a canvas, under a later
+    cell (a canvas of a figure already drawn and re-canvased for the PNG)."""
+    pytest.importorskip("ipywidgets")
+    pytest.importorskip("onnx")
+    from matplotlib._pylab_helpers import Gcf
+
+    from parallelgraph.recorded import framework_trace
+
+    class Comparison:  # what `compare_onnxruntime` returns, without measuring anything
+        difference = 0.0
+
+        def plot(self, inter: int, intra: int):
+            trace = framework_trace("pytorch-eager")
+            return pg.plot.compare(trace, trace, labels=["parallelgraph", "ONNX Runtime"])
+
+        def __str__(self) -> str:
+            return "measured"
+
+    model = Path(__file__).parent / "fixtures" / "onnx" / "ensemble.onnx"
+    dash = pg.dashboard(str(model), compare_repeats=1)
+    try:
+        dash.model.compare_onnxruntime = lambda *args, **options: Comparison()
+        dash.compare()
+        assert dash.wait_compare(60) is not None, dash.compare_text.value
+        assert bytes(dash.compare_picture.value).startswith(b"\x89PNG")
+        assert not Gcf.get_all_fig_managers()  # nothing for pyplot to show again
+    finally:
+        dash.close()

@@ -10,9 +10,9 @@ lanes, Dask workers, anything else. Each pool is a group; groups are told apart 
 light background bands and a thin separator line. Time runs left to right in ms from the start
 of the trace (or from `time_origin`).
 
-Bars. Op bars fill most of the row, coloured by the op's top-level scope (legend outside the
-axes, right). Shards are thinner, darker bars in the lower part of the row of the thread that
-ran them: on the op's own lane they nest inside the op's bar, on a helper lane they stand alone.
+Bars. Op bars fill most of the row, coloured by the op's top-level scope (the legend). Shards
+are thinner, darker bars in the lower part of the row of the thread that ran them: on the op's
+own lane they nest inside the op's bar, on a helper lane they stand alone.
 Copies are hatched. All bars of one kind are one `PolyCollection` (never one `barh` per event),
 which is what makes 5,000 events draw and save in a fraction of a second. The collection
 decides at draw time, from the current axes transform, which bars are wide enough (a few pixels)
@@ -27,6 +27,12 @@ in with ipympl reveals more names. Text is white or black, whichever reads bette
 Dependencies (`arrows=True`) are one light `quiver` from each producer's end to each of its
 consumers' start (from `TraceEvent.inputs`), only between ops (or copies) that are both drawn;
 the more arrows, the fainter each.
+
+Sizes. A figure grows with what it shows: each lane a row of fixed height, and the figure as
+tall as its lanes plus what its title, time axis and legend need at its width (`layout`). The
+legend keeps every entry: beside the axes when it fits there, in one or two columns, else below
+the time axis in as many columns as the width holds (`legend`); titles wrap to the figure's
+width. The layout redoes this at every draw, so a resized canvas keeps every text inside.
 
 A zoom window `t0`, `t1` (ms) keeps only the events that intersect it and limits the axis to it.
 `compare` stacks several timelines on one shared time axis with consistent scope colours.
@@ -52,6 +58,7 @@ a trace without output sizes gets the panel with a note saying so.
 
 Modules: `gantt` (one timeline), `compare` (several on one axis), `colors`, `highlight`,
 `memory_panel`, `figures` (backend glue and sizes), `layout` (margins from measured texts),
+`legend` (the scope legend, beside or below),
 `hover` (the op under the mouse), `sweeps` (a sweep's heatmap and speed-up curves).
 """
 

@@ -11,8 +11,10 @@ from ..trace.model import WORK, Trace
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 from .colors import scope_colors
-from .figures import new_figure
-from .gantt import Rows, gantt, legend_handles, legend_options, ordered_lanes
+from .figures import new_figure, rows_inches
+from .gantt import Rows, gantt, ordered_lanes
+from .layout import fit_height
+from .legend import add_legend, legend_handles
 
 
 def compare(
@@ -59,9 +61,11 @@ def compare(
         axes[0].set_xlim(-0.01 * longest, 1.01 * longest)
     kinds = {e.kind if e.role is WORK else e.role.value for trace in runs for e in trace.events}
     handles = legend_handles(colors, kinds, bool(options.get("arrows")))
-    if handles:
-        figure.legend(handles=handles, loc="outside right upper", **legend_options(len(handles)))
-    figure.suptitle(_speedup_summary(runs, names) if title is None else title, fontsize=11)
+    if handles:  # on the top panel; the layout puts it beside the panels or below them
+        add_legend(axes[0], handles)
+    heading = _speedup_summary(runs, names) if title is None else title
+    figure.suptitle(heading, fontsize=11, wrap=True)  # wrapped to the figure's width
+    fit_height(figure, [rows_inches(count, 0) for count in lane_counts])
     return figure
 
 

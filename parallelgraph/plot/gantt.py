@@ -13,25 +13,25 @@ from typing import TYPE_CHECKING, Any
 
 from ..trace.analysis import producer_run, runs_named
 from ..trace.lanes import LaneKind, parse_lane
-from ..trace.model import WORK, EventKind, EventRole, Trace, TraceEvent
+from ..trace.model import WORK, EventKind, Trace, TraceEvent
 from .hover import BarIndex, add_hover
 from .layout import (
-    MAX_LEGEND_CHARS,
     OP_BOTTOM,
     OP_TOP,
     SHARD_BOTTOM,
     SHARD_TOP,
+    fit_height,
     lane_labels,
-    short_name,
     x_pixels_per_unit,
 )
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-from .colors import MAX_LEGEND_SCOPES, OTHER_COLOR, UNKNOWN_COLOR, color_key, scope_colors
+from .colors import UNKNOWN_COLOR, color_key, ink_on, scope_colors
 from .figures import new_figure, rows_inches, show_once
 from .highlight import FADE_KEEP, FADED_INK, highlight_of, highlight_patterns
+from .legend import IDLE_STYLES, add_legend, legend_handles
 from .memory_panel import MEMORY_INCHES, draw_memory, memory_axes
 from .zoom import add_zoom
 
@@ -52,13 +52,6 @@ THIN_OUTLINE = 0.5  # points: the outline, in its own colour, of a bar narrower 
 
 #: Sub-rows drawn per lane for nested events (deeper ones are left out of the picture).
 MAX_DEPTH = 8
-
-
-#: How waiting and setup are drawn: behind the lane's work, over all its rows.
-IDLE_STYLES = {
-    EventRole.WAITING: dict(face="none", edge="#8a8a8a", hatch="xxx", label="waiting"),
-    EventRole.SETUP: dict(face="#e4e4e4", edge="#bdbdbd", hatch="", label="setup"),
-}
 
 
 # -- lanes and the time window --------------------------------------------------------------
@@ -178,11 +171,12 @@ def gantt(
     -> colour (default: the process-wide colours, the same for a scope in every plot); t0, t1:
     zoom window in ms from the origin (only events that intersect it are drawn); arrows:
     dependency arrows between drawn ops; labels: op names on bars wide enough; legend: scope
-    legend outside the axes; time_origin: ns timestamp that is 0 ms (default: the trace's first
-    event); highlight: an op-name pattern or a list of them (fnmatch: "MatMul*", "net1/*"):
-    matching ops drawn as usual, the others faded, the count in the title; memory: True adds a
-    panel with the live bytes of the op outputs under the timeline (`trace.memory`), or
-    pass the Axes to draw it on when you pass `ax`.
+    legend beside the axes, or below them when it does not fit there; time_origin: ns
+    timestamp that is 0 ms (default: the trace's first event); highlight: an op-name pattern
+    or a list of them (fnmatch: "MatMul*", "net1/*"): matching ops drawn as usual, the others
+    faded, the count in the title; memory: True adds a panel with the live bytes of the op
+    outputs under the timeline (`trace.memory`), or pass the Axes to draw it on when you pass
+    `ax`. A new figure is as tall as its lanes, title and legend need (`layout.fit_height`).
 
     >>> figure = trace.plot(arrows=True)       # doctest: +SKIP
     >>> figure = trace.plot(highlight="MatMul*", memory=True)  # doctest: +SKIP
@@ -192,6 +186,7 @@ def gantt(
     lanes = ordered_lanes(trace)
     rows = Rows.of(trace, lanes)
     memory_ax = memory_axes(memory, ax)
+    made = ax is None
     if ax is None:
         ax, memory_ax = _new_axes(lanes, rows, bool(memory))
     colors = scope_colors([trace]) if colors is None else colors
@@ -220,6 +215,8 @@ def gantt(
             ax.set_xlabel("")
     if legend:
         _draw_legend(ax, colors, events, kinds, arrows)
+    if made:  # our figure: as tall as its lanes, titles and legend need
+        fit_height(ax.figure, _panels_inches(lanes, rows, memory_ax is not None))
     _fit_legend(ax.figure)
     bars = BarIndex.of(events, rows, window, lanes)
     ax.parallelgraph_bars = bars  # what add_hover and the toolbar read
@@ -236,9 +233,15 @@ def _new_axes(lanes: list[str], rows: Rows, memory: bool) -> tuple[Axes, Axes | 
     if not memory:
         return new_figure(len(lanes), sub_rows=sub_rows).add_subplot(), None
     figure = new_figure(len(lanes), sub_rows=sub_rows, extra_inches=MEMORY_INCHES + 0.2)
-    heights = [rows_inches(len(lanes), sub_rows), MEMORY_INCHES]
+    heights = _panels_inches(lanes, rows, memory)
     top, bottom = figure.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": heights})
     return top, bottom
+
+
+def _panels_inches(lanes: list[str], rows: Rows, memory: bool) -> list[float]:
+    """Heights of a new figure's panels: the lanes' rows, and the memory panel's."""
+    timeline = rows_inches(len(lanes), rows.total - len(lanes))
+    return [timeline, MEMORY_INCHES] if memory else [timeline]
 
 
 def _fit_legend(figure: Figure) -> None:
@@ -392,14 +395,10 @@ def _draw_labels(
     `_draw_bar_labels`); above the shards when the op's shards nest under it; grey on bars
     that a highlight fades."""
     import numpy as np
-    from matplotlib.colors import to_rgb
 
     nested = {(e.name, e.lane) for e in events if e.kind == EventKind.SHARD}
     y = [rows.y(e) + (LABEL_UPPER if (e.name, e.lane) in nested else 0.0) for e in tasks]
-    ink = {}
-    for scope, color in colors.items():
-        r, g, b = to_rgb(color)
-        ink[scope] = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.62 else "white"
+    ink = {scope: ink_on(color) for scope, color in colors.items()}
     key = _keys(colors)
     labels = _artist_types()[1](
         left=np.array([window.ms(e.start) for e in tasks]),
@@ -462,7 +461,7 @@ def _decorate(ax: Axes, lanes: list[str], rows: Rows, window: Window, title: str
     ax.tick_params(axis="y", length=0)
     ax.grid(axis="x", color="#d0d0d0", lw=0.6, zorder=0)
     ax.set_axisbelow(True)
-    ax.set_title(title, fontsize=10, loc="left")
+    ax.set_title(title, fontsize=10, loc="left", wrap=True)  # wrapped to the figure's width
 
 
 def _default_title(trace: Trace, window: Window, zoomed: bool) -> str:
@@ -486,58 +485,16 @@ def _default_title(trace: Trace, window: Window, zoomed: bool) -> str:
     return " — ".join(parts)
 
 
-def legend_handles(colors: dict[str, str], kinds: set[str], arrows: bool) -> list[Any]:
-    """Legend entries: one per scope, then the bar styles and arrows in use."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
-    named = [(s, c) for s, c in colors.items() if c != OTHER_COLOR][:MAX_LEGEND_SCOPES]
-    handles: list[Any] = [
-        Patch(color=c, label=short_name(s, MAX_LEGEND_CHARS) if s else "<root>") for s, c in named
-    ]
-    if len(colors) > len(named):
-        more = len(colors) - len(named)
-        handles.append(Patch(color=OTHER_COLOR, label=f"+{more} more scope(s)"))
-    if EventKind.SHARD in kinds:
-        handles.append(Patch(facecolor="#555555", edgecolor="white", label="shard (lower part)"))
-    if EventKind.COPY in kinds:
-        handles.append(
-            Patch(facecolor="white", edgecolor="#333333", hatch="////", label=str(EventKind.COPY))
-        )
-    for role, style in IDLE_STYLES.items():
-        if role.value in kinds:
-            patch = Patch(facecolor=style["face"], edgecolor=style["edge"], label=style["label"])
-            if style["hatch"]:
-                patch.set_hatch(style["hatch"])
-            handles.append(patch)
-    if arrows:
-        handles.append(Line2D([], [], color="#303030", alpha=0.6, lw=1, label="dependency"))
-    return handles
-
-
-def legend_options(count: int) -> dict[str, Any]:
-    return dict(
-        fontsize=8,
-        frameon=False,
-        ncols=1 if count <= 16 else 2,
-        title="scope",
-        title_fontsize=8,
-        alignment="left",
-        handlelength=1.2,
-        handletextpad=0.5,
-    )
-
-
 def _draw_legend(
     ax: Axes, colors: dict[str, str], events: list[TraceEvent], kinds: set[str], arrows: bool
 ) -> None:
-    """A legend of the scopes drawn (and the bar styles in use) outside the axes, right."""
+    """A legend of the scopes drawn (and the bar styles in use): the layout puts it beside the
+    axes or below them (`legend`)."""
     key = _keys(colors)
     drawn = {key(e.scope) for e in events}
     handles = legend_handles({s: c for s, c in colors.items() if s in drawn}, kinds, arrows)
     if handles:
-        options = legend_options(len(handles))
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), **options)
+        add_legend(ax, handles)
 
 
 # -- artists that decide at draw time -------------------------------------------------------

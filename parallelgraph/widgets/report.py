@@ -46,6 +46,7 @@ def figure_for(result: Result, pinned: Sequence[Result] = (), highlight: Sequenc
     and which could contradict them. One line per pin.
     """
     from ..plot import compare, gantt
+    from ..plot.layout import fit_height
 
     patterns = tuple(highlight) or None
     pins = comparable(result, pinned)
@@ -54,6 +55,7 @@ def figure_for(result: Result, pinned: Sequence[Result] = (), highlight: Sequenc
         ax = figure.axes[0]
         head, note = _title_and_note(ax)
         ax.set_title(f"{head} ({drawn_words(result)}){note}", loc="left")
+        fit_height(figure)  # the longer title may wrap to one more line: the lanes keep theirs
         return figure
     runs = [*pins, result]
     labels = [f"pin {pin_number(pinned, p)} ({p.knobs.label()})" for p in pins]
@@ -72,6 +74,7 @@ def figure_for(result: Result, pinned: Sequence[Result] = (), highlight: Sequenc
             f"{label}: makespan {run.trace.makespan_ms:.2f} ms ({drawn_words(run)}){note}",
             loc="left",
         )
+    fit_height(figure)
     return figure
 
 
