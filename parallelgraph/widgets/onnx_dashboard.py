@@ -14,7 +14,7 @@ import html
 import threading
 from typing import Any
 
-from .canvas import figure_png
+from .canvas import figure_png, leave_pyplot
 from .dashboard import Dashboard
 
 
@@ -84,6 +84,7 @@ class OnnxDashboard(Dashboard):
                 )
                 inter, intra = settings[-1]
                 figure = self.comparison.plot(inter, intra)
+                leave_pyplot(figure)  # a picture, not one more canvas for pyplot to show
                 self.compare_picture.value = figure_png(figure)
                 self.compare_picture.layout.display = ""
                 text = html.escape(str(self.comparison))
