@@ -38,7 +38,15 @@ _LAZY_SUBMODULES = {
 }
 
 
-def dashboard(*source: object, **options: object) -> object:
+def dashboard(
+    source: object = None,
+    fetches: object = None,
+    /,
+    *,
+    preset: str | None = None,
+    framework: str | None = None,
+    **options: object,
+) -> object:
     """The ipywidgets dashboard for your graph: `pg.dashboard(build, batch=(8, 2048), ...)`
     (parameters become controls as in `interact`), `pg.dashboard(graph, fetches)`, or
     `pg.dashboard(preset="wide")`; see `parallelgraph.widgets`. With `framework="pytorch"`
@@ -46,19 +54,21 @@ def dashboard(*source: object, **options: object) -> object:
     step, each setting in a warm worker process; see `parallelgraph.frameworks.dashboard`.
     `pg.dashboard("model.onnx", shapes=..., fallback=...)` runs your ONNX model, with ONNX
     Runtime beside it on a button; see `parallelgraph.widgets.onnx_dashboard`."""
+    given = [part for part in (source, fetches) if part is not None]
     try:
-        if source and isinstance(source[0], str) and source[0].endswith(".onnx"):
+        if isinstance(source, str) and source.endswith(".onnx"):
             from .widgets.onnx_dashboard import OnnxDashboard
 
-            return OnnxDashboard(*source, **options)  # type: ignore[arg-type]
-        if options.get("framework") is not None:
+            return OnnxDashboard(*given, **options)  # type: ignore[arg-type]
+        if framework is not None:
             from .frameworks.dashboard import FrameworkDashboard
 
-            name = options.pop("framework")
-            return FrameworkDashboard(*source, name, **options)  # type: ignore[arg-type]
+            return FrameworkDashboard(*given, framework, **options)  # type: ignore[arg-type]
         from .widgets.dashboard import Dashboard
 
-        return Dashboard(*source, **options)
+        if preset is not None:
+            options["preset"] = preset
+        return Dashboard(*given, **options)  # type: ignore[arg-type]
     except ModuleNotFoundError as missing:
         if missing.name not in ("ipywidgets", "ipympl", "IPython"):
             raise
@@ -84,6 +94,12 @@ def from_onnx(
     from .onnx import from_onnx as read
 
     return read(source, shapes, fallback, device, name)  # type: ignore[arg-type]
+
+
+def __dir__() -> list[str]:
+    """What a user finds in `dir(pg)` and Tab completion: the public names and the submodules
+    meant to be used as `pg.<name>`, not every module that importing happened to load."""
+    return sorted({*__all__, *_LAZY_SUBMODULES, "__version__"})
 
 
 def __getattr__(name: str) -> object:

@@ -24,9 +24,10 @@ lazily: the registry is a leaf, but `executors/` is the package that imports thi
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import os
-from dataclasses import Field, dataclass, field, fields
+from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any
 
 STREAM_POLICIES = ("single", "branches", "round_robin")
@@ -256,3 +257,22 @@ class Config:
         if settings["dask_client"] is not None:
             settings["dask_client"] = repr(settings["dask_client"])
         return settings
+
+
+def _signature_of_fields(config_type: type) -> inspect.Signature:
+    """Config's parameters as its fields say them (name, type, default), keyword-only: what
+    `inspect.signature`, Shift-Tab and help() show for `Config(...)`, whose own `__init__`
+    takes `**settings` to accept the TensorFlow-style aliases too (`ALIASES`)."""
+    parameters = [
+        inspect.Parameter(
+            f.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=f.default if f.default is not MISSING else None,
+            annotation=f.type,
+        )
+        for f in fields(config_type)
+    ]
+    return inspect.Signature(parameters, return_annotation=None)
+
+
+Config.__signature__ = _signature_of_fields(Config)  # type: ignore[attr-defined]
