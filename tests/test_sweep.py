@@ -198,7 +198,6 @@ def test_sweeps_recorded_by_older_versions_still_load():
         result = pg.recorded.framework_sweep(name).result
         rows = result.rows()
         assert rows and all(row.n == len(result.values_ms(i)) for i, row in enumerate(rows))
-        assert result.values(0) == result.values_ms(0)  # the old name, an alias
         header, lines = result.table()
         assert len(set(header)) == len(header) and len(lines) == len(rows)
 

@@ -120,7 +120,7 @@ for graph in ("wide", "matmul"):
     print(f"{graph}: faster beyond noise: {'; '.join(faster) or 'none'}")
     print(f"  within noise: {', '.join(noise) or 'none'}")
     samples = {
-        name(cell): result.values(index)
+        name(cell): result.values_ms(index)
         for index, cell in enumerate(result.cells)
         if cell["graph"] == graph
     }

@@ -81,10 +81,6 @@ class SweepRun:
     wall_ms: float
 
 
-#: The name `SweepRun` had until issue 20 (it clashed with `measure.Measurement`, a different
-#: record); kept for code that imports it.
-Measurement = SweepRun
-
 #: The statistics columns of `SweepResult.table()` and the per-run columns of `to_csv()`. A
 #: grid key spelled like one of them keeps its values and is shown as "param:<key>"
 #: (`param_columns`), so a column name always means one thing: "n" is the runs measured.
@@ -183,9 +179,6 @@ class SweepResult:
     def values_ms(self, cell: int) -> list[float]:
         """The makespans (ms) measured for cell index `cell`, in the order they ran."""
         return [m.makespan_ms for m in self.measurements if m.cell == cell]
-
-    #: The name `values_ms` had before units were part of every public name (issue 20).
-    values = values_ms
 
     def rows(self) -> list[SweepRow]:
         """One summary row per cell (cells without measurements are left out)."""

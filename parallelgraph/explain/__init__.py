@@ -60,13 +60,11 @@ from ..trace import analysis
 from ..trace.branches import Branch, default_branches, select
 from .advice import Workers, gpu_suggestion, possible_workers, suggestion
 from .causes import (
-    ALL_BUSY,
     DEPENDENCY_SHARE,
     LATENCY_NS,
     ONE_AT_A_TIME,
     OVERLAPPED,
     SHORT_OP_NS,
-    WAKE_UP_NS,
     Cause,
     Context,
     PairReport,
@@ -81,7 +79,6 @@ if TYPE_CHECKING:
     from ..trace.model import Trace
 
 __all__ = [
-    "ALL_BUSY",
     "DEPENDENCY_SHARE",
     "LATENCY_NS",
     "LISTED_PAIRS",
@@ -89,7 +86,6 @@ __all__ = [
     "ONE_AT_A_TIME",
     "OVERLAPPED",
     "SHORT_OP_NS",
-    "WAKE_UP_NS",
     "Cause",
     "Explanation",
     "PairReport",

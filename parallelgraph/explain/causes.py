@@ -51,16 +51,6 @@ SHORT_OP_NS = 50_000
 LATENCY_NS = 1_000_000
 
 
-#: Kept for readers of the old name: what explain() now compares with is the hand-off cost
-#: measured on this machine (`costs.inexpensive_ns`, ~50-80 us on a 2-core VM). A fixed 1 ms
-#: called ops of 0.85 ms "too short" to wait for a second worker that wakes in 0.08 ms.
-WAKE_UP_NS = 1_000_000
-
-
-#: Fraction of the exclusive time during which all workers were busy to call them "all busy".
-ALL_BUSY = EVERY_LANE_BUSY
-
-
 #: A dependency is the cause when the producer-side ops it needs hold this much of its branch.
 DEPENDENCY_SHARE = 0.5
 
@@ -315,7 +305,7 @@ def _all_busy(context: Context, a: Branch, b: Branch) -> Found:
     waited = [(first.busy[0][0], later.busy[0][0])] if later.busy[0][0] > first.busy[0][0] else []
     while_alone = analysis.all_busy_fraction(trace, workers, alone, busy)
     while_waiting = analysis.all_busy_fraction(trace, workers, waited, busy) if waited else 0.0
-    if max(while_alone, while_waiting) < ALL_BUSY:
+    if max(while_alone, while_waiting) < EVERY_LANE_BUSY:
         return None
     # the scopes of the outermost ops not in either branch: the trace's counts less theirs
     left = context.top_scopes.copy()
