@@ -198,3 +198,98 @@ def scaling_events(count: int) -> list[dict]:
     for i in range(scopes):
         op(f"s{i}/op", 3, end + 100.0 * i, 90.0)
     return events
+
+
+#: Thread names a generated process draws from: repeats within a process and across processes
+#: (Chromium's many "ThreadPoolForegroundWorker"s), a name that reads like another thread's
+#: name and tid ("worker 2" beside a "worker" of tid 2), a "/" in a name, and no name at all.
+THREAD_NAMES = (
+    "ThreadPoolForegroundWorker",
+    "MainThread",
+    "worker",
+    "worker 2",
+    "tf_Eigen/7",
+    None,
+)
+#: Process names likewise: two "Renderer"s, viztracer's names for a launcher and its children.
+PROCESS_NAMES = ("Renderer", "Browser", "MainProcess", "net1", None)
+#: The producers whose format records threads of several processes in one file.
+LANE_FORMATS = ("trace-event", "python", "pytorch", "py-spy", "onnxruntime")
+
+
+@dataclass
+class Threads:
+    """The right lanes of a `shared_threads` document: a thread is its (pid, tid)."""
+
+    busy_us: dict[tuple[int, int], float] = field(default_factory=dict)  # per thread
+    names: dict[tuple[int, int], str] = field(default_factory=dict)  # the named ones
+    op_thread: dict[str, tuple[int, int]] = field(default_factory=dict)  # op name -> thread
+
+    @property
+    def work_us(self) -> float:
+        return sum(self.busy_us.values())
+
+
+def shared_threads(seed: int, form: str) -> tuple[list[dict] | dict, Threads]:
+    """A trace in `form` (one of `LANE_FORMATS`) of 1-3 processes of 1-4 threads whose names
+    come from small pools (`THREAD_NAMES`, `PROCESS_NAMES`) and whose tids collide across
+    processes (a forked child keeps its parent's tid numbers in viztracer's files), each thread
+    running ops one after another, with overlap between threads; and the right lanes, busy
+    times and work, by construction."""
+    rng = random.Random(seed)
+    truth = Threads()
+    events: list[dict] = []
+    pids = rng.sample(range(100, 110), rng.randint(1, 3))
+    for number, pid in enumerate(pids):
+        name = rng.choice(PROCESS_NAMES)
+        if name is not None:
+            events.append({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": name}})
+        tids = rng.sample(range(1, 6), rng.randint(1, 4))
+        if form == "onnxruntime" and rng.random() < 0.5:
+            tids[0] = pid  # the process's main thread
+        for tid in tids:
+            thread = (pid, tid)
+            named = rng.choice(THREAD_NAMES)
+            if form == "pytorch":
+                named = named or "python"
+                label = {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid}
+                events.append({**label, "args": {"name": f"thread {tid} ({named})"}})
+                truth.names[thread] = named
+            elif named is not None and form not in ("py-spy", "onnxruntime"):  # they name none
+                label = {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid}
+                events.append({**label, "args": {"name": named}})
+                truth.names[thread] = named
+            clock = rng.uniform(0, 500)
+            truth.busy_us[thread] = 0.0
+            for k in range(rng.randint(1, 4)):
+                op = f"op_{number}_{tid}_{k}"
+                duration = rng.uniform(50, 900)
+                events.extend(_in_form(form, op, pid, tid, clock, duration))
+                truth.op_thread[op] = thread
+                truth.busy_us[thread] += duration
+                clock += duration + rng.uniform(1, 200)
+    if form == "py-spy":  # a last sample where the file was written, so no frame is cut there
+        last = max((e for e in events if e["ph"] == "E"), key=lambda e: e["ts"])
+        events += _in_form(form, "written", last["pid"], last["tid"], last["ts"], 0.0)
+    rng.shuffle(events)
+    return (
+        {"traceEvents": events, "viztracer_metadata": {}} if form == "python" else events
+    ), truth
+
+
+def _in_form(form: str, op: str, pid: int, tid: int, start: float, duration: float) -> list[dict]:
+    """One op as `form` writes it: its name, category and phase."""
+    where = {"pid": pid, "tid": tid}
+    if form == "py-spy":
+        args = {"filename": "/p/prog.py", "line": 3}
+        begin = {"ph": "B", "name": op, "cat": "py-spy", "ts": start, "args": args}
+        return [{**begin, **where}, {"ph": "E", "cat": "py-spy", "ts": start + duration, **where}]
+    name, cat, args = {
+        "trace-event": (op, "", {}),
+        "python": (f"{op} (/p/prog.py:3)", "FEE", {}),
+        "pytorch": (op, "cpu_op", {}),
+        "onnxruntime": (f"{op}_kernel_time", "Node", {"op_name": "Gemm"}),
+    }[form]
+    return [
+        {"ph": "X", "name": name, "cat": cat, "ts": start, "dur": duration, "args": args, **where}
+    ]

@@ -54,7 +54,12 @@ def raw_ops(name: str) -> list[dict]:
 #: viztracer's calls that block their thread (the README's rule): waiting, not work.
 BLOCKING = ("Thread.join", "Thread._wait_for_tstate_lock", "Event.wait", "Condition.wait",
             "Barrier.wait", "Condition.wait_for")  # fmt: skip
-BLOCKING_C = ("_thread.lock.acquire", "_thread.RLock.acquire", "time.sleep")
+BLOCKING_C = ("_thread.lock.acquire", "_thread.RLock.acquire", "time.sleep", "posix.waitpid")
+#: ... and multiprocessing's waits for a child process, by the file that defines them.
+BLOCKING_PROCESS = {
+    "process.py": ("BaseProcess.join",),
+    "popen_fork.py": ("Popen.wait", "Popen.poll"),
+}
 
 
 def is_waiting(name: str, event: dict) -> bool:
@@ -63,7 +68,13 @@ def is_waiting(name: str, event: dict) -> bool:
     if not name.startswith("viztracer_"):
         return False
     call = event["name"]
-    return call in BLOCKING_C or (call.split(" (")[0] in BLOCKING and "threading.py" in call)
+    function, _, where = call.partition(" (")
+    in_file = where.rpartition(":")[0].rpartition("/")[2]
+    return (
+        call in BLOCKING_C
+        or (function in BLOCKING and in_file == "threading.py")
+        or function in BLOCKING_PROCESS.get(in_file, ())
+    )
 
 
 def work_time(name: str, events: list[dict]) -> list[tuple[float, float]]:
@@ -97,11 +108,15 @@ def raw_branches(name: str) -> dict[str, list[tuple[float, float]]]:
                 inside = label["ts"] <= e["ts"] and span(e)[1] <= span(label)[1]
                 if inside and label["tid"] == e["tid"]:
                     spans[label["name"]].append(span(e))
-    elif name.startswith("viztracer_"):
-        names = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    elif name.startswith("viztracer_"):  # threads or processes named net1 and net2
+        names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+                 if e.get("name") == "thread_name"}  # fmt: skip
+        processes = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
         for e in ops:
-            if names.get(e["tid"]) in ("net1", "net2"):
-                spans[names[e["tid"]]].append(span(e))
+            branch = names.get((e["pid"], e["tid"]))
+            branch = branch if branch in ("net1", "net2") else processes.get(e["pid"])
+            if branch in ("net1", "net2"):
+                spans[branch].append(span(e))
     elif name.startswith("jax_"):
         branch_of = MANIFEST[name]["branches"]["branch_of_hlo_op"]
         for e in ops:

@@ -252,20 +252,65 @@ def innermost_range(pieces: Iterable[Slice], ranges: Iterable[Slice]) -> dict[in
 _GENERATED_THREAD = re.compile(r"^thread (\d+) \((.+)\)$")  # Kineto: "thread 5141 (python)"
 
 
+def unique_labels(
+    base: dict[Any, str], group: Callable[[Any], Any], number: Callable[[Any], Any]
+) -> dict[Any, str]:
+    """Each key's `base` name, its `number` added where the name repeats within its `group`
+    or is empty (and again, should that still repeat: "worker 2" beside worker 2)."""
+    repeats = Counter((group(key), name) for key, name in base.items())
+    labels = {
+        key: name if name and repeats[(group(key), name)] == 1 else f"{name} {number(key)}".strip()
+        for key, name in base.items()
+    }
+    taken = Counter((group(key), label) for key, label in labels.items())
+    for key in sorted(labels, key=str):
+        while taken[(group(key), labels[key])] > 1:
+            taken[(group(key), labels[key])] -= 1
+            labels[key] = f"{labels[key]} ({number(key)})"
+            taken[(group(key), labels[key])] += 1
+    return labels
+
+
 def thread_labels(
     document: Document, threads: Iterable[Thread], clean: Callable[[str], str] = str.strip
 ) -> dict[Thread, str]:
-    """A short, unique name per thread: its name from the file's metadata (Kineto's
-    "thread 5141 (python)" read as "python"), tidied by `clean`, with the tid added where
-    names repeat or none is given."""
-    threads = sorted(set(threads), key=str)
+    """A short name per thread, unique within its process: its name from the file's metadata
+    (Kineto's "thread 5141 (python)" read as "python"), tidied by `clean`, with the tid added
+    where names repeat in the process (Chromium's many "ThreadPoolForegroundWorker"s) or none
+    is given. A "/" in a name becomes "∕": the part of a lane before its last "/" is the group
+    it is drawn in. Threads of different processes may share a label: `process_lanes` keeps
+    them apart."""
     base = {}
-    for thread in threads:
+    for thread in set(threads):
         name = document.thread_names.get(thread, "")
         generated = _GENERATED_THREAD.match(name)
-        base[thread] = clean(generated.group(2) if generated else name).strip()
-    repeats = Counter(base.values())
+        base[thread] = clean(generated.group(2) if generated else name).strip().replace("/", "∕")
+    return unique_labels(base, lambda thread: thread[0], lambda thread: thread[1])
+
+
+def process_labels(document: Document, pids: Iterable[Any]) -> dict[Any, str]:
+    """A short, unique name per process: its name from the file's metadata ("MainProcess",
+    "net1" for viztracer's multiprocessing children), the pid added where names repeat (two
+    "Renderer"s) or none is given."""
+    base = {pid: document.process_names.get(pid, "").strip().replace("/", "∕") for pid in pids}
+    return unique_labels(base, lambda pid: None, lambda pid: pid)
+
+
+def process_lanes(
+    tool: str, labels: dict[Thread, str], processes: dict[Any, str] | None = None
+) -> dict[Thread, str]:
+    """A lane per thread — a thread is its (pid, tid), its name only labels it: "<tool>/<thread
+    label>", or "<tool>:<process>/<thread label>" when the threads belong to several processes
+    (<process> is `processes`' label of the pid, else the pid), so a forked child is a lane of
+    its own although it keeps its parent's thread names (and, in viztracer's files, its tids),
+    and each process's lanes are drawn together (a lane's pool is the part before its last
+    "/"). `labels`: unique within each process (`thread_labels`)."""
+    several = len({pid for pid, _ in labels}) > 1
     return {
-        thread: name if name and repeats[name] == 1 else f"{name} {thread[1]}".strip()
-        for thread, name in base.items()
+        thread: (
+            f"{tool}:{(processes or {}).get(thread[0], thread[0])}/{label}"
+            if several
+            else f"{tool}/{label}"
+        )
+        for thread, label in labels.items()
     }

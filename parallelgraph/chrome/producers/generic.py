@@ -2,9 +2,12 @@
 
 The fallback for files no other producer module recognises (and the base of our own files'
 reader): name and category as the op type; the scope is the name up to its last "/" (the
-convention of TensorFlow and parallelgraph); the lane is "<process name>/<thread name>" (the
-pid or tid stands in for a missing name; a named thread of an unnamed process is just its name
-when no other thread has it); "memcpy" in the category or name makes a copy; and any of our own
+convention of TensorFlow and parallelgraph); the lane is "<process name>/<thread name>" — a thread
+is its (pid, tid), the names only label it: the pid or tid stands in for a missing name and is
+added to a name that repeats (two "Renderer" processes, Chromium's many
+"ThreadPoolForegroundWorker" threads), so every thread is a lane of its own and each process's
+lanes are drawn together; a named thread is just its name when the file has one unnamed process
+and no other thread has that name; "memcpy" in the category or name makes a copy; and any of our own
 `args` keys that are present (lane, scope, op_type, device, flops, bytes, shard, inputs, role,
 after) win. Lanes are named, not parsed: a thread called "transfer" or "memcpy" is a thread that
 computed, unless the file's own `lane` args say otherwise (our files). Waiting is found by its
@@ -18,7 +21,16 @@ from collections import Counter
 from ...trace.lanes import LaneKind
 from ...trace.model import EventKind, EventRole
 from ..document import Document, Thread
-from .base import Converted, Draft, Producer, SettingWords, integer, scope_of
+from .base import (
+    Converted,
+    Draft,
+    Producer,
+    SettingWords,
+    integer,
+    process_labels,
+    scope_of,
+    thread_labels,
+)
 
 ROLES = {role.value: role for role in EventRole}
 
@@ -38,18 +50,20 @@ KNOBS = SettingWords(
 
 
 def lanes_by_thread(document: Document) -> dict[Thread, str]:
-    """'<process name>/<thread name>' per thread (see the module docstring)."""
+    """'<process>/<thread>' per thread (see the module docstring)."""
     threads = {piece.thread for piece in document.slices}
+    pids = {pid for pid, _ in threads}
+    labels = thread_labels(document, threads)
+    processes = process_labels(document, pids)
     names = Counter(document.thread_names[t] for t in threads if t in document.thread_names)
     lanes = {}
     for thread in threads:
-        pid, tid = thread
-        process = document.process_names.get(pid)
         named = document.thread_names.get(thread)
-        if process is None and named is not None and names[named] == 1:
+        alone = len(pids) == 1 and document.process_names.get(thread[0]) is None
+        if alone and named and names[named] == 1 and "/" not in named:
             lanes[thread] = named
         else:
-            lanes[thread] = f"{process if process is not None else pid}/{named or tid}"
+            lanes[thread] = f"{processes[thread[0]]}/{labels[thread]}"
     return lanes
 
 

@@ -13,7 +13,8 @@ The file is XLA's profiler converted to trace events: processes "/host:CPU" (and
   frames ("$contextlib.py:141 __exit__", `stop_trace`), the dispatch path (`PjitFunction(f)`,
   `ExecuteHelper...`), thread-pool markers (`ThreadpoolListener::*`, "end: ..." events).
 - **lanes**: "cpu/<thread>" with XLA's hash cut off ("cpu/XLAPjRtCpuClient", "cpu/XLAEigen 2"),
-  "gpu:<n>/stream:<k>" for GPU streams.
+  "cpu:<pid>/<thread>" when several host processes are in one file, "gpu:<n>/stream:<k>" for
+  GPU streams.
 - **devices**: a host op's `device` is "cpu:<n>" from its `args.device_ordinal` (with
   `XLA_FLAGS=--xla_force_host_platform_device_count=2` the host is two devices, and any
   XLAPjRtCpuClient thread runs the ops of either: a lane is a thread, not a device), so
@@ -30,7 +31,15 @@ from collections import defaultdict
 
 from ...trace.model import EventKind
 from ..document import Document, Slice
-from .base import Converted, Draft, Producer, SettingWords, skipped_note, thread_labels
+from .base import (
+    Converted,
+    Draft,
+    Producer,
+    SettingWords,
+    process_lanes,
+    skipped_note,
+    thread_labels,
+)
 from .xla import HASHED, device_lane, device_processes
 
 KNOBS = SettingWords(
@@ -99,13 +108,13 @@ def convert(document: Document) -> Converted:
             )
         )
     host_threads = {p.thread for p in kept if p.thread[0] not in devices}
-    labels = thread_labels(document, host_threads, _thread_name)
+    lanes = process_lanes("cpu", thread_labels(document, host_threads, _thread_name))
     for piece in kept:
         device_match = devices.get(piece.thread[0])
         if device_match is None:
             ordinal = piece.args.get("device_ordinal")
             device = f"cpu:{ordinal}" if str(ordinal).isdigit() else "cpu"
-            lane = f"cpu/{labels[piece.thread]}"
+            lane = lanes[piece.thread]
         else:
             device, lane = device_lane(document, piece, device_match, converted)
         name = str(piece.args.get("hlo_op", piece.name))

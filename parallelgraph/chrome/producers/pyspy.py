@@ -34,7 +34,10 @@ started by `threading` is named after its target function (the first frame under
 targets named `net1` and `net2` make the branches "net1" and "net2"), the main thread is
 "MainThread" and its frames have no scope (its waiting in `join` is not a branch); with one
 thread, the top-level function under `<module>`. **Lanes**: "py-spy/<thread>" ("py-spy/net1",
-"py-spy/MainThread"), the tid added where names repeat. Each lane runs in program order (a Python
+"py-spy/MainThread"), the tid added where names repeat in a process; with several processes
+(`py-spy record --subprocesses`) "py-spy:<pid>/<thread>", each process's threads its branches
+(`python.branch_scopes`): a thread is its (pid, tid), and a forked child's main thread, which
+has its parent's pthread id, is a lane of its own. Each lane runs in program order (a Python
 thread runs its calls one after another).
 
 Threads that run Python share one GIL: py-spy shows a thread waiting for the GIL as still in its
@@ -51,7 +54,14 @@ from ...trace.lanes import LaneKind
 from ...trace.model import EventKind, EventRole
 from ..document import Document, Slice, Thread
 from . import python
-from .base import Converted, Draft, Producer
+from .base import (
+    Converted,
+    Draft,
+    Producer,
+    process_labels,
+    process_lanes,
+    unique_labels,
+)
 
 CATEGORY = "py-spy"
 
@@ -73,7 +83,8 @@ _OTHER_WAITS = {
     "queue.py": frozenset({"Queue.get", "Queue.put", "Queue.join"}),
     "_base.py": frozenset({"Future.result", "Future.exception", "wait", "as_completed"}),
     "thread.py": frozenset({"ThreadPoolExecutor.shutdown"}),
-    "process.py": frozenset({"ProcessPoolExecutor.shutdown"}),
+    "process.py": frozenset({"ProcessPoolExecutor.shutdown", "BaseProcess.join"}),
+    "popen_fork.py": frozenset({"Popen.wait", "Popen.poll"}),  # multiprocessing's children
 }
 #: importlib's frame around an import: everything in it (the module's own code too) is setup
 IMPORT_FRAME = "_find_and_load"
@@ -193,8 +204,7 @@ def _labels(document: Document, threads: dict[Thread, list[Slice]], targets: dic
             if targets.get(piece.index):
                 time_in[targets[piece.index]] += piece.end - piece.start
         base[thread] = time_in.most_common(1)[0][0] if time_in else "thread"
-    repeats = Counter(base.values())
-    return {t: n if repeats[n] == 1 else f"{n} {t[1]}" for t, n in base.items()}
+    return unique_labels(base, lambda thread: thread[0], lambda thread: thread[1])
 
 
 def _written_at(pieces: list[Slice]) -> tuple[int, int]:
@@ -220,31 +230,29 @@ def convert(document: Document) -> Converted:
     targets = _targets(pieces, chains)
     importing = {index for index, names in chains.items() if IMPORT_FRAME in names}
     labels = _labels(document, threads, targets)
+    processes = process_labels(document, {pid for pid, _ in threads})
+    lanes = process_lanes("py-spy", labels, processes)
     mains = {t for t, frames in threads.items() if not any(_started(p) for p in frames)}
     several = len(threads) > 1
+    scopes = python.branch_scopes(threads, labels, processes, mains) if several else {}
     for piece in pieces:
-        label = labels[piece.thread]
-        if several:
-            scope = "" if piece.thread in mains else label
-        else:
-            scope = targets.get(piece.index, "")
         converted.add(
             Draft(
                 name=piece.name,
                 op_type=piece.name,
-                scope=scope,
+                scope=scopes[piece.thread] if several else targets.get(piece.index, ""),
                 device="cpu",
                 kind=EventKind.OP,
-                lane=f"py-spy/{label}",
+                lane=lanes[piece.thread],
                 start=piece.start,
                 end=max(piece.start, observed) if cut and piece.end == written else piece.end,
                 role=EventRole.SETUP if piece.index in importing else role_of(piece),
             ),
             piece,
         )
-    for label in labels.values():
-        converted.lane_kinds[f"py-spy/{label}"] = LaneKind.WORKER
-        converted.program_order.add(f"py-spy/{label}")
+    for lane in lanes.values():
+        converted.lane_kinds[lane] = LaneKind.WORKER
+        converted.program_order.add(lane)
     converted.notes.append(SAMPLED_NOTE)
     if cut:
         converted.notes.append(
@@ -253,7 +261,7 @@ def convert(document: Document) -> Converted:
             "they end at that last observed change instead, since their threads may have "
             "ended long before."
         )
-    if several:
+    if len(threads) > len(processes):  # threads of one process share its GIL
         converted.notes.append(GIL_NOTE)
     return converted
 

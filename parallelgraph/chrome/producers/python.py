@@ -6,13 +6,19 @@ others that record every Python call as a trace event named "function (file.py:l
   "layer (/path/prog.py:2)").
 - **scopes**: the thread, when the program ran several (threads named with
   `threading.Thread(name="net1")` make the branches "net1" and "net2"; the main thread's calls
-  then have no scope, so that its waiting in `Thread.join` is not compared as a branch);
+  then have no scope, so that its waiting in `Thread.join` is not compared as a branch); the
+  process, when it ran several (`multiprocessing.Process(name="net1")`: viztracer follows the
+  children and names each process; the launcher's main thread has no scope; `branch_scopes`);
   with one thread, the top-level function under `<module>`.
-- **lanes**: "python/<thread name>" ("python/MainThread", "python/net1").
+- **lanes**: "python/<thread name>" ("python/MainThread", "python/net1"); with several
+  processes "python:<process name>/<thread name>" ("python:net1/MainThread"): a thread is its
+  (pid, tid) — a forked child keeps its parent's thread name and, in viztracer's files, its
+  tid, and is a lane of its own all the same.
 - **waiting**: a thread blocked in `Thread.join`, a lock's or condition's `acquire`/`wait`, a
-  `Queue.get`, a future's `result` or `time.sleep` (by function and module: threading.py,
-  queue.py, concurrent/futures, or the C functions `_thread.lock.acquire`, `time.sleep`, ...)
-  is waiting, not work: the main thread joining its workers is not a busy thread.
+  `Queue.get`, a future's `result`, `Process.join` or `time.sleep` (by function and module:
+  threading.py, queue.py, concurrent/futures, multiprocessing, or the C functions
+  `_thread.lock.acquire`, `time.sleep`, `posix.waitpid` ...) is waiting, not work: the main
+  thread joining its workers is not a busy thread.
 - **program order**: a Python thread runs its calls one after another, so every thread's lane
   is a program-order lane (`Converted.program_order`).
 - The tracer's own metadata (`viztracer_metadata`, the `file_info` sources) is not kept.
@@ -25,10 +31,20 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from typing import Any
 
 from ...trace.model import WORK, EventKind, EventRole
-from ..document import Document, Slice
-from .base import Converted, Draft, Producer, SettingWords, enclosing_names, thread_labels
+from ..document import Document, Slice, Thread
+from .base import (
+    Converted,
+    Draft,
+    Producer,
+    SettingWords,
+    enclosing_names,
+    process_labels,
+    process_lanes,
+    thread_labels,
+)
 
 KNOBS = SettingWords(
     tool="Python",
@@ -69,7 +85,8 @@ WAITING_FUNCTIONS = {
     "queue.py": {"get", "put", "join"},
     "_base.py": {"result", "wait", "as_completed", "exception"},  # concurrent/futures/_base.py
     "thread.py": {"shutdown"},  # concurrent/futures/thread.py
-    "process.py": {"shutdown"},
+    "process.py": {"shutdown", "join"},  # concurrent/futures' and multiprocessing's
+    "popen_fork.py": {"wait", "poll"},  # multiprocessing waiting for a child
 }
 #: ... and the C functions that do (as viztracer names them).
 WAITING_BUILTINS = frozenset(
@@ -77,6 +94,7 @@ WAITING_BUILTINS = frozenset(
         "_thread.lock.acquire",
         "_thread.RLock.acquire",
         "time.sleep",
+        "posix.waitpid",
         "select.select",
         "select.poll.poll",
         "select.epoll.poll",
@@ -131,38 +149,69 @@ def _top_level_functions(pieces: list[Slice]) -> dict[int, str]:
     return scopes
 
 
+def branch_scopes(
+    threads: dict[Thread, list[Slice]],
+    labels: dict[Thread, str],
+    processes: dict[Any, str],
+    mains: set[Thread],
+) -> dict[Thread, str]:
+    """The scope of each thread's calls when the program ran several threads or processes: the
+    thread within one process, the process (with the thread after a "/" for threads other than
+    its main one) across several — so two processes `multiprocessing` forked are two branches
+    although each ran in its "MainThread". The launcher's main thread has no scope, so that
+    its waiting in `Thread.join` or `Process.join` is not compared as a branch: the main
+    thread of a single process, else of the process that started first and ended last (viztracer
+    names it "MainProcess")."""
+    spans: dict[Any, tuple[int, int]] = {}
+    for (pid, _), pieces in threads.items():
+        start, end = spans.get(pid, (min(p.start for p in pieces), max(p.end for p in pieces)))
+        spans[pid] = (min(start, *(p.start for p in pieces)), max(end, *(p.end for p in pieces)))
+    if len(spans) == 1:
+        return {thread: "" if thread in mains else labels[thread] for thread in threads}
+    named = [pid for pid in spans if processes[pid] == "MainProcess"]
+    first = min(spans, key=lambda pid: (spans[pid][0], -spans[pid][1], str(pid)))
+    spans_all = spans[first][1] >= max(end for _, end in spans.values())
+    launcher = named[0] if len(named) == 1 else first if spans_all else None
+    scopes = {}
+    for thread in threads:
+        process = processes[thread[0]]
+        if thread in mains:
+            scopes[thread] = "" if thread[0] == launcher else process
+        else:
+            scopes[thread] = f"{process}/{labels[thread]}"
+    return scopes
+
+
 def convert(document: Document) -> Converted:
     converted = Converted()
-    threads = {piece.thread for piece in document.slices}
-    labels = thread_labels(document, threads)
-    several = len(threads) > 1
-    by_thread: dict[object, list[Slice]] = defaultdict(list)
+    by_thread: dict[Thread, list[Slice]] = defaultdict(list)
     for piece in document.slices:
         by_thread[piece.thread].append(piece)
-    main = next((t for t in threads if labels[t] == "MainThread"), None)
+    labels = thread_labels(document, by_thread)
+    processes = process_labels(document, {pid for pid, _ in by_thread})
+    lanes = process_lanes("python", labels, processes)
+    mains = {thread for thread in by_thread if labels[thread] == "MainThread"}
+    several = len(by_thread) > 1
+    scopes = branch_scopes(by_thread, labels, processes, mains) if several else {}
     top = {} if several else _top_level_functions(document.slices)
     for piece in document.slices:
         function = function_name(piece.name)
-        if several:
-            scope = "" if piece.thread == main else labels[piece.thread]
-        else:
-            scope = top.get(piece.index, "")
         converted.add(
             Draft(
                 name=function,
                 op_type=function,
-                scope=scope,
+                scope=scopes[piece.thread] if several else top.get(piece.index, ""),
                 device="cpu",
                 kind=EventKind.OP,
-                lane=f"python/{labels[piece.thread]}",
+                lane=lanes[piece.thread],
                 start=piece.start,
                 end=piece.end,
                 role=role_of(piece.name),
             ),
             piece,
         )
-    converted.program_order = {draft.lane for draft in converted.drafts}
-    if several:
+    converted.program_order = set(lanes.values())
+    if len(by_thread) > len(processes):  # threads of one process share its GIL
         converted.notes.append(GIL_NOTE)
     return converted
 

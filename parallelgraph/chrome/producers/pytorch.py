@@ -52,6 +52,7 @@ from .base import (
     enclosing_names,
     innermost_range,
     integer,
+    process_lanes,
     skipped_note,
     thread_labels,
 )
@@ -235,12 +236,7 @@ def convert(document: Document) -> Converted:
     fork_scope = _fork_scopes(kept, ranges, callers)
     cpu_threads = {piece.thread for piece in kept if piece.thread[0] not in gpu_pids}
     named = dataclasses.replace(document, thread_names=_specific_names(document))
-    labels = thread_labels(named, cpu_threads)
-    several = len({pid for pid, _ in cpu_threads}) > 1
-    lanes = {
-        thread: f"cpu:{thread[0]}/{label}" if several else f"cpu/{label}"
-        for thread, label in labels.items()
-    }
+    lanes = process_lanes("cpu", thread_labels(named, cpu_threads))
     generic = {
         thread
         for thread in cpu_threads
