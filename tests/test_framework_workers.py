@@ -512,3 +512,17 @@ def test_a_knob_the_build_read_itself_counts_as_applied(tag):
     result = sweep(build_reading_inter_itself, inter=[1, 2])
     assert [result.read_back[i]["read_by_build"] for i in (0, 1)] == [["inter"], ["inter"]]
     assert not any("not_applied" in r for r in result.read_back.values())
+
+
+def test_each_framework_is_one_record():
+    """A framework's names, knobs, checks, sliders and example live in its `Framework`; the
+    tables others read are made from the records."""
+    from parallelgraph.frameworks.examples import BUILDS
+    from parallelgraph.frameworks.knobs import ALIASES, FRAMEWORKS
+
+    for name, record in FRAMEWORKS.items():
+        assert BUILDS[name] is record.example_build() and callable(BUILDS[name])
+        assert set(record.sliders) <= set(record.knobs)
+        for alias in record.aliases:
+            assert ALIASES[alias] == name and framework(alias) is record
+    assert framework("jax").check({"inter": 2}) and framework("numpy").check({"inter": 2}) is None

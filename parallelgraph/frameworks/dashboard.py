@@ -43,8 +43,6 @@ from .knobs import Framework, framework, unapplied_text
 from .pool import Stopped, Worker, Workers
 from .sweep import check_knobs, label_of, pickled_build, setup_request
 
-#: The knobs shown as sliders (JAX has no inter-op threads, and its intra-op ones are on or off).
-SLIDERS = {"jax": ("devices",)}
 #: How the status line begins, by the run's ending.
 ENDING_WORDS = {
     "done": "",
@@ -214,7 +212,7 @@ class FrameworkDashboard:
         self.workers = WorkerCache(self.framework, pickled_build(build), warmup, max_workers)
         self.trace_steps = trace
         self.controls: dict[str, Any] = {}
-        for knob in SLIDERS.get(self.framework.name, ("inter", "intra")):
+        for knob in self.framework.sliders:
             low, value, high = slider_range(self.framework, knob, knob_values.get(knob, 1))
             self.controls[knob] = widgets.IntSlider(
                 value=value, min=low, max=high, description=knob, continuous_update=False

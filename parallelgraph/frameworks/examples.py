@@ -165,10 +165,11 @@ def build_numpy(setting: Any) -> Any:
     return step
 
 
-BUILDS = {
-    "onnxruntime": build_onnxruntime,
-    "pytorch": build_pytorch,
-    "tensorflow": build_tensorflow,
-    "jax": build_jax,
-    "numpy": build_numpy,
-}
+def __getattr__(name: str) -> Any:
+    """`BUILDS`: each framework's example by its name, from the framework records
+    (`knobs.Framework.example`), made on first use (the records import this module lazily)."""
+    if name == "BUILDS":
+        from .knobs import FRAMEWORKS
+
+        return {key: f.example_build() for key, f in FRAMEWORKS.items()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

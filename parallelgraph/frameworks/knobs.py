@@ -184,10 +184,24 @@ class Framework:
     advice: dict[str, Callable[[dict[str, Any], int], dict[str, Any]]] = field(default_factory=dict)
     #: Accepted values of the framework-specific knobs, when they are not whole numbers.
     choices: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: Other names users call it by ("torch", "tf").
+    aliases: tuple[str, ...] = ()
+    #: A setting the framework refuses, in words (checked before any worker starts), or None.
+    check: Callable[[Mapping[str, Any]], str | None] = lambda setting: None
+    #: The knobs the framework dashboard shows as sliders.
+    sliders: tuple[str, ...] = ("inter", "intra")
+    #: The seed graph's build function for it, by name in `frameworks.examples`.
+    example: str = ""
 
     @property
     def knobs(self) -> tuple[str, ...]:
         return (*COMMON_KNOBS, *self.extra_knobs)
+
+    def example_build(self) -> Callable[[Setting], Callable[[], Any]]:
+        """The seed graph's build function in this framework (`frameworks.examples`)."""
+        from . import examples
+
+        return getattr(examples, self.example)
 
     def start(self, setting: Mapping[str, Any]) -> Any:
         """In the worker: import the framework and apply the setting's process-wide knobs."""
@@ -464,6 +478,7 @@ def _check_jax(setting: Mapping[str, Any]) -> str | None:
 FRAMEWORKS: dict[str, Framework] = {
     "numpy": Framework(
         name="numpy",
+        example="build_numpy",
         title="NumPy",
         module="numpy",
         apply=_numpy_apply,
@@ -473,6 +488,8 @@ FRAMEWORKS: dict[str, Framework] = {
     ),
     "pytorch": Framework(
         name="pytorch",
+        example="build_pytorch",
+        aliases=("torch",),
         title="PyTorch",
         module="torch",
         apply=_torch_apply,
@@ -482,6 +499,8 @@ FRAMEWORKS: dict[str, Framework] = {
     ),
     "tensorflow": Framework(
         name="tensorflow",
+        example="build_tensorflow",
+        aliases=("tf",),
         title="TensorFlow",
         module="tensorflow",
         environment=_tf_environment,
@@ -492,6 +511,8 @@ FRAMEWORKS: dict[str, Framework] = {
     ),
     "onnxruntime": Framework(
         name="onnxruntime",
+        example="build_onnxruntime",
+        aliases=("ort", "onnx"),
         title="ONNX Runtime",
         module="onnxruntime",
         extra_knobs=("mode",),
@@ -504,6 +525,9 @@ FRAMEWORKS: dict[str, Framework] = {
     ),
     "jax": Framework(
         name="jax",
+        example="build_jax",
+        check=_check_jax,
+        sliders=("devices",),
         title="JAX",
         module="jax",
         extra_knobs=("devices",),
@@ -513,10 +537,8 @@ FRAMEWORKS: dict[str, Framework] = {
         advice={"inter_op": _doubled("devices")},
     ),
 }
-ALIASES = {"torch": "pytorch", "tf": "tensorflow", "ort": "onnxruntime", "onnx": "onnxruntime"}
+ALIASES = {alias: f.name for f in FRAMEWORKS.values() for alias in f.aliases}
 KNOWN_KNOBS = frozenset(k for f in FRAMEWORKS.values() for k in f.knobs)
-#: Settings a framework refuses, checked before any worker starts.
-CHECKS: dict[str, Callable[[Mapping[str, Any]], str | None]] = {"jax": _check_jax}
 
 
 def framework(name: str) -> Framework:

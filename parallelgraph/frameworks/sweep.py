@@ -54,7 +54,7 @@ from ..experiments.sweeps import (
     noise_summary,
 )
 from ..trace.model import Trace
-from .knobs import CHECKS, PROFILE_PREFIX, Framework, Setting, framework, unapplied_text
+from .knobs import PROFILE_PREFIX, Framework, Setting, framework, unapplied_text
 from .pool import FrameworkError, Stopped, Worker, Workers
 from .travel import pack as pickled_build
 
@@ -137,7 +137,7 @@ def check_knobs(framework_: Framework, cells: Sequence[Mapping[str, Any]]) -> No
                 raise ValueError(
                     f"{label_of(framework_, cell)}: {key}={cell[key]!r}, one of {list(allowed)}"
                 )
-        refused = CHECKS.get(framework_.name, lambda cell: None)(cell)
+        refused = framework_.check(cell)
         if refused:
             raise ValueError(f"{label_of(framework_, cell)}: {refused}")
 
