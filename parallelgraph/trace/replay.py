@@ -23,8 +23,10 @@ sharded op — and replays them with the threads executor's own rules:
 The replay is a small discrete-event simulation of work amounts: durations are converted to
 "single-core work" using the contention under which they were measured (so a trace measured at
 inter 1 / intra 1 gives clean numbers; one measured with oversubscription is corrected by the
-average load its events saw). The result is a Trace (lanes, op and shard events) that plots,
-overlaps and explains like a measured one, with `info.simulated` True.
+average load its events saw on the cores its run recorded). A file that does not say how many
+cores ran it (another tool's) is taken as measured: its lanes' times are its work. The result
+is a Trace (lanes, op and shard events) that plots, overlaps and explains like a measured one,
+with `info.simulated` True.
 
 Imported traces replay the same way: a TensorFlow timeline measured with one inter-op thread,
 replayed with two, predicts what TensorFlow's two threads do (benchmarks/RESULTS.md; the test
@@ -140,15 +142,21 @@ class LoadProfile:
         return max(1.0, (self._integral(end) - self._integral(start)) / (end - start))
 
 
-def model_ops(trace: Trace, cores: int) -> list[OpModel]:
-    """Single-core work of every op and shard, corrected for the contention they ran under;
-    each op's inputs are its data inputs and, on a program-order lane, the op before it."""
+def model_ops(trace: Trace, cores: int | None) -> list[OpModel]:
+    """Single-core work of every op and shard, corrected for the contention they ran under on
+    the `cores` of the machine that ran them; each op's inputs are its data inputs and, on a
+    program-order lane, the op before it. With `cores` None (a file that does not say what
+    ran it) the times are the work: many lanes busy at once are no evidence of contention on
+    a machine whose cores nobody knows; judged by the replaying machine's cores, a file of many
+    busy threads lost most of its work and was replayed below its own bound."""
     profile = LoadProfile(trace)
     inputs = outermost_inputs(trace, program_order=True)
 
+    def slowdown(start: int, end: int) -> float:
+        return 1.0 if cores is None else max(1.0, profile.mean(start, end) / cores)
+
     def work(event: TraceEvent) -> float:
-        slowdown = max(1.0, profile.mean(event.start, event.end) / cores)
-        return event.work_ns / slowdown
+        return event.work_ns / slowdown(event.start, event.end)
 
     shards: dict[str, list[TraceEvent]] = {}
     for event in trace.events:
@@ -161,7 +169,7 @@ def model_ops(trace: Trace, cores: int) -> list[OpModel]:
         # that many shards of equal work: the plan's shards have equal rows, up to alignment.
         shard_work = [piece for s in own for piece in [work(s) / s.shards] * s.shards]
         on_own_lane = sum(s.work_ns for s in own if s.lane == event.lane)
-        serial = work(event) - on_own_lane / max(1.0, profile.mean(event.start, event.end) / cores)
+        serial = work(event) - on_own_lane / slowdown(event.start, event.end)
         models.append(
             OpModel(
                 event,
@@ -515,8 +523,7 @@ def simulate(trace: Trace, config: Config | None = None, cores: int | None = Non
         copies = [e for e in trace.events if e.kind == EventKind.COPY]
         events = replay_streams(gpu, copies, config)
     else:
-        measured_cores = trace.info.cores or cores
-        ops = model_ops(trace, measured_cores)
+        ops = model_ops(trace, trace.info.cores)  # None: the file does not say
         require_acyclic(ops)  # an op that waits for itself has no place in any schedule
         replay = Replay(
             ops,
