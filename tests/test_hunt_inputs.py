@@ -177,6 +177,8 @@ LOADS = [
     ("events-empty", _doc()),
     ("events-metadata-only", _doc(_meta("thread_name", {"name": "t"}))),
     ("event-empty-object", _doc({})),
+    ("two-documents", _doc(_slice()) * 2),  # `cat a.json b.json`: two processes' traces
+    ("two-lists", json.dumps([_slice()]) + "\n" + json.dumps([_slice(name="b")])),
 ]
 
 
@@ -257,7 +259,7 @@ REFUSED = [
     ("empty", "", r"the file is empty"),
     ("whitespace", " \n\t ", r"the file is empty"),
     ("trailing-garbage", _doc(_slice()) + "garbage", r"not valid JSON at line 1, column \d+"),
-    ("two-documents", _doc(_slice()) * 2, r"\(Extra data\)"),
+    ("two-documents-then-garbage", _doc(_slice()) * 2 + "x", r"\(Extra data\)"),
     ("nul-bytes", "\0" * 100, r"not valid JSON at line 1, column 1"),
     (
         "our-metadata-a-string",

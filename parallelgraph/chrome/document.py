@@ -1,14 +1,15 @@
 """Trace-event JSON to slices: what every reader starts from.
 
-A parsed document (object or bare-list form) becomes a `Document`: its complete slices ('X'
-events and matched 'B'/'E' pairs), its flow points ('s', 't', 'f'), and the process and thread
-names of its 'M' events. Timestamps are always microseconds (`displayTimeUnit` only changes
-what viewers display) and become integer nanoseconds. Every other phase (counters, instants,
-async, object and sample events, and letters nobody knows) is skipped. 'B'/'E' pairs are matched
-as a stack per thread, in timestamp order, as tolerantly as the viewers match them: a slice that
-never ended (a streamed file cut while recording) ends at the trace's last timestamp, and an 'E'
-whose 'B' is not in the file (a ring buffer overwrote it) is skipped; each is said in
-`Document.notes`.
+A parsed document (object or bare-list form, or the documents a file holds one after another,
+`files.Joined`, read as one with each one's pids kept apart) becomes a `Document`: its complete
+slices ('X' events and matched 'B'/'E' pairs), its flow points ('s', 't', 'f'), and the process
+and thread names of its 'M' events. Timestamps are always microseconds (`displayTimeUnit` only
+changes what viewers display) and become integer nanoseconds. Every other phase (counters,
+instants, async, object and sample events, and letters nobody knows) is skipped. 'B'/'E' pairs
+are matched as a stack per thread, in timestamp order, as tolerantly as the viewers match them:
+a slice that never ended (a streamed file cut while recording) ends at the trace's last
+timestamp, and an 'E' whose 'B' is not in the file (a ring buffer overwrote it) is skipped; each
+is said in `Document.notes`.
 
 A malformed event raises ValueError naming the file, the event's index and the field.
 """
@@ -19,6 +20,8 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
+
+from .files import Joined
 
 Thread = tuple[Any, Any]  # (pid, tid) as found in a file
 
@@ -233,9 +236,59 @@ def _paired(
     return Slice(index, name, str(begin.get("cat", "")), thread, start, stop, args)
 
 
+def _apart(raw: Any, renamed: set[Any], number: int) -> Any:
+    """An event of the `number`-th joined document, its pids in `renamed` (and a tid that is
+    its pid: a main thread) made "<pid>#<number>", its flow id kept to its own document."""
+    if not isinstance(raw, dict):
+        return raw  # refused, with its index, when read
+    pid = _identity(raw.get("pid"))
+    changed: dict[str, Any] = {}
+    if pid in renamed:
+        changed["pid"] = f"{pid}#{number}"
+        if _identity(raw.get("tid")) == pid:
+            changed["tid"] = changed["pid"]
+    if raw.get("ph") in ("s", "t", "f") and raw.get("id") is not None:
+        changed["id"] = f"{raw['id']}#{number}"
+    return {**raw, **changed} if changed else raw
+
+
+def _join(parts: Joined, source: str) -> tuple[list[Any], dict[str, Any], list[str]]:
+    """The events of documents joined in one file, as one document's: each document's pids
+    kept apart from those of the documents before it (renamed "<pid>#<n>" where they collide),
+    its flows kept to itself; the header keys of the first document that has them."""
+    events: list[Any] = []
+    header: dict[str, Any] = {}
+    taken: set[Any] = set()
+    collided: list[str] = []
+    for number, part in enumerate(parts, 1):
+        raw_events, part_header = _split_document(part, f"{source} (document {number})")
+        for key, value in part_header.items():
+            header.setdefault(key, value)
+        pids = {_identity(raw.get("pid")) for raw in raw_events if isinstance(raw, dict)}
+        renamed = pids & taken
+        taken |= pids
+        if renamed:
+            shown = sorted(renamed, key=str)[:4]
+            as_new = ", ".join(f"{pid} as {pid}#{number}" for pid in shown)
+            collided.append(f"document {number}: {as_new}")
+        if number > 1:
+            raw_events = [_apart(raw, renamed, number) for raw in raw_events]
+        events.extend(raw_events)
+    note = (
+        f"The file holds {len(parts)} JSON documents one after another (files joined with "
+        "`cat`): read as one trace of all their processes."
+    )
+    if collided:
+        note += f" Pids an earlier document used are renamed: {'; '.join(collided)}."
+    return events, header, [note]
+
+
 def read_document(document: Any, source: str) -> Document:
-    raw_events, header = _split_document(document, source)
-    result = Document(source, [], [], {}, {}, header)
+    if isinstance(document, Joined):
+        raw_events, header, notes = _join(document, source)
+    else:
+        (raw_events, header), notes = _split_document(document, source), []
+    result = Document(source, [], [], {}, {}, header, notes=notes)
     durations: list[tuple[int, dict[str, Any], int]] = []
     last_ts = 0
     for index, raw in enumerate(raw_events):

@@ -8,7 +8,9 @@ TensorBoard put the file in a folder of their own (`plugins/profile/<run>/<host>
 - gzip is recognised by its first two bytes (1f 8b), whatever the file is called;
 - a folder is searched for trace files (`*.json`, `*.json.gz`); exactly one must be there;
 - text is UTF-8 (a byte-order mark is allowed);
-- the JSON Array Format may lack its closing "]" (streamed writers that were stopped).
+- the JSON Array Format may lack its closing "]" (streamed writers that were stopped);
+- a file may hold several complete documents one after another (`cat a.json b.json > c.json`):
+  they come back `Joined`, and are read as one trace of all their processes.
 
 Every problem is a `ValueError` that starts with the file's path and says what is wrong and
 where: the byte offset of bad UTF-8, the line and column of bad JSON, a gzip stream that ends
@@ -185,8 +187,33 @@ def paused_gc() -> Iterator[None]:
                 gc.enable()
 
 
+class Joined(tuple):
+    """Complete JSON documents that one file holds one after another (`cat a.json b.json`:
+    `{...}{...}` or `[...][...]`), in file order; `document.read_document` reads them as one
+    trace of all their processes."""
+
+
+def _joined(text: str) -> Joined | None:
+    """The documents of `text` if it is two or more complete JSON objects or lists one after
+    another (whitespace between them), else None."""
+    decoder, parts, index = json.JSONDecoder(), [], 0
+    while True:
+        while index < len(text) and text[index] in " \t\r\n":
+            index += 1
+        if index == len(text):
+            return Joined(parts) if len(parts) > 1 else None
+        try:
+            value, index = decoder.raw_decode(text, index)
+        except (json.JSONDecodeError, RecursionError):
+            return None
+        if not isinstance(value, dict | list):
+            return None
+        parts.append(value)
+
+
 def parse_json(text: str, source: str) -> Any:
-    """JSON text; the JSON Array Format may lack its closing ']' (streamed writers)."""
+    """JSON text; the JSON Array Format may lack its closing ']' (streamed writers); several
+    complete documents one after another are `Joined`."""
     try:
         with paused_gc():
             return json.loads(text)
@@ -195,6 +222,11 @@ def parse_json(text: str, source: str) -> Any:
             f"{source}: JSON nested too deeply to be a trace (a trace is a list of flat events)"
         ) from None
     except json.JSONDecodeError as problem:
+        if problem.msg == "Extra data":
+            with paused_gc():
+                joined = _joined(text)
+            if joined is not None:
+                return joined
         if text.lstrip().startswith("["):
             try:
                 return json.loads(text.rstrip().rstrip(",") + "]")
