@@ -26,9 +26,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .config import MAX_STREAMS, MAX_THREADS, STREAM_POLICIES, Config
+from .config import MAX_THREADS, Config, choices_of, cli_fields, flag_of
 from .errors import GraphError, OpError
-from .executors.registry import EXECUTOR_NAMES, REGISTRY, executor_spec
+from .executors.registry import REGISTRY, executor_spec
 from .experiments.machine_load import LoadMonitor, MachineLoad, busy_note, load_note
 from .experiments.measure import Measurement, measure, measure_interleaved
 from .experiments.presets import PRESETS, TWO_NETWORK_SIZES, Preset, build_preset
@@ -65,8 +65,32 @@ def _int_at_least(minimum: int, maximum: int | None = None) -> Callable[[str], i
 
 _at_least_one = _int_at_least(1)
 _non_negative = _int_at_least(0)
-_thread_count = _int_at_least(0, MAX_THREADS)
-_stream_count = _int_at_least(1, MAX_STREAMS)
+
+
+def add_config_arguments(parser: argparse.ArgumentParser, config_type: type = Config) -> None:
+    """A flag for every setting of `config_type` the command line can give (`config.cli_fields`),
+    made from the field: its flag and help, a whole number within its bounds, one of its
+    choices, or --name / --no-name for a bool; the default is the field's. A new Config field
+    is a new flag, with nothing written here."""
+    for f in cli_fields(config_type):
+        options: dict[str, Any] = {"dest": f.name, "default": f.default}
+        options["help"] = f.metadata.get("help", f.name.replace("_", " "))
+        choices = choices_of(f)
+        if "minimum" in f.metadata:
+            options["type"] = _int_at_least(f.metadata["minimum"], f.metadata["maximum"])
+            options["metavar"] = "N"
+        elif f.type in ("bool", bool):
+            options["action"] = argparse.BooleanOptionalAction
+        elif choices is not None:
+            options["choices"] = list(choices)
+        else:
+            options["metavar"] = flag_of(f).lstrip("-").upper()
+        parser.add_argument(flag_of(f), **options)
+
+
+def config_from_args(args: argparse.Namespace, config_type: type = Config) -> Any:
+    """The `config_type` the flags of `add_config_arguments` give."""
+    return config_type(**{f.name: getattr(args, f.name) for f in cli_fields(config_type)})
 
 
 def package_version(distribution: str = "parallelgraph") -> str:
@@ -117,15 +141,8 @@ def make_parser() -> argparse.ArgumentParser:
         "--size", default="medium", choices=["tiny", "small", "medium", "large", "narrow"]
     )
     run.add_argument("--dtype", default="float32", choices=["float32", "float64"])
-    run.add_argument("--inter", type=_thread_count, default=0, help="inter-op threads (0 = cores)")
-    run.add_argument("--intra", type=_thread_count, default=0, help="intra-op threads (0 = cores)")
-    run.add_argument("--executor", default="threads", choices=EXECUTOR_NAMES)
-    run.add_argument("--address", help="executor dask: scheduler address (default: a LocalCluster)")
+    add_config_arguments(run)
     run.add_argument("--device", default="cpu", choices=["cpu", "gpu"], help="place the graph")
-    run.add_argument("--streams", type=_stream_count, default=1, help="CUDA streams")
-    run.add_argument("--stream-policy", default="branches", choices=list(STREAM_POLICIES))
-    run.add_argument("--matmul-kernel", default="blas", choices=["blas", "numba"])
-    run.add_argument("--fuse", action="store_true", help="fuse elementwise groups and epilogues")
     run.add_argument("--repeats", type=_at_least_one, default=5)
     run.add_argument("--warmup", type=_non_negative, default=1)
     run.add_argument("--trace", metavar="FILE", help="write the median run's Chrome trace here")
@@ -198,10 +215,10 @@ def summarize(preset: Preset, config: Config, measurement: Measurement) -> dict[
 
 def command_run(args: argparse.Namespace) -> int:
     device_name = "gpu:0" if args.device == "gpu" else None
-    if args.address is not None and not executor_spec(args.executor).distributed:
+    if args.dask_address is not None and not executor_spec(args.executor).distributed:
         needs = " or ".join(name for name, spec in REGISTRY.items() if spec.distributed)
         raise ValueError(
-            f"--address {args.address!r} is a Dask scheduler's: it needs --executor {needs} "
+            f"--address {args.dask_address!r} is a Dask scheduler's: it needs --executor {needs} "
             f"(this run's executor is {args.executor!r})"
         )
     if args.model is not None:
@@ -214,16 +231,7 @@ def command_run(args: argparse.Namespace) -> int:
         if args.compare or args.shape or args.fallback:
             raise ValueError("--shape, --fallback and --compare go with an ONNX file")
         preset = build_preset(args.preset, args.size, args.dtype, device_name)
-    config = Config(
-        inter_op_threads=args.inter,
-        intra_op_threads=args.intra,
-        executor=args.executor,
-        matmul_kernel=args.matmul_kernel,
-        streams=args.streams,
-        stream_policy=args.stream_policy,
-        dask_address=args.address,
-        fuse=args.fuse,
-    )
+    config = config_from_args(args)
     measurement = run_preset(preset, config, args.repeats, args.warmup)
     report = summarize(preset, config, measurement)
     if args.json:

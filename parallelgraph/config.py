@@ -17,8 +17,10 @@ is one field here:
 
     fuse: bool = field(default=False, metadata=knob("checkbox", "fuse", "one step per chain"))
 
-Field metadata also carries a setting's `choices` (validated here, offered in menus), so the
-allowed values are written once. The executors' names come from `executors.registry` (read
+Field metadata also carries a setting's `choices` (validated here, offered in menus), a count's
+bounds (`counted`), its command-line flag and help (`cli_fields`, `flag_of`: the CLI makes
+`parallelgraph run`'s flags from them), so each is written once; a bool field is validated as
+one by its type. The executors' names come from `executors.registry` (read
 lazily: the registry is a leaf, but `executors/` is the package that imports this one).
 """
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 import inspect
 import numbers
 import os
+from collections.abc import Callable
 from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any
 
@@ -84,6 +87,34 @@ def knob(control: str, label: str, help: str, **details: Any) -> dict[str, Any]:
     return {"control": control, "label": label, "help": help, **details}
 
 
+def counted(
+    minimum: int, maximum: int, flag: str, help: str, too_many: Callable[[], str]
+) -> dict[str, Any]:
+    """Field metadata of a whole-number setting: its bounds (validated by `Config`, and by the
+    CLI's flag), why the maximum (`too_many()`, words for the error) and its flag and help."""
+    return {"minimum": minimum, "maximum": maximum, "too_many": too_many, "flag": flag,
+            "help": help}  # fmt: skip
+
+
+def _threads_words() -> str:
+    return f"this machine has {cpu_count()} cores; 0 means one per core"
+
+
+def _streams_words() -> str:
+    return "a GPU runs a few dozen kernels at once at most"
+
+
+def cli_fields(config_type: type[Config] | None = None) -> tuple[Field, ...]:
+    """The fields of `config_type` (default: `Config`) the command line sets: all but those
+    whose metadata says `flag=None` (objects, mappings)."""
+    return tuple(f for f in fields(config_type or Config) if f.metadata.get("flag", "") is not None)
+
+
+def flag_of(f: Field) -> str:
+    """A field's command-line flag: its metadata's `flag`, else --its-name."""
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
 def choices_of(f: Field) -> tuple[Any, ...] | None:
     """The values a field allows (its metadata's `choices`, asked if a function), or None."""
     choices = f.metadata.get("choices")
@@ -116,11 +147,17 @@ class Config:
 
     inter_op_threads: int = field(
         default=0,
-        metadata=knob("slider", "inter-op", "ops running at the same time", range=(1, 8), start=2),
+        metadata={
+            **knob("slider", "inter-op", "ops running at the same time", range=(1, 8), start=2),
+            **counted(0, MAX_THREADS, "--inter", "inter-op threads (0 = cores)", _threads_words),
+        },
     )
     intra_op_threads: int = field(
         default=0,
-        metadata=knob("slider", "intra-op", "threads working on one op", range=(1, 8), start=1),
+        metadata={
+            **knob("slider", "intra-op", "threads working on one op", range=(1, 8), start=1),
+            **counted(0, MAX_THREADS, "--intra", "intra-op threads (0 = cores)", _threads_words),
+        },
     )
     executor: str = field(
         default="threads",
@@ -135,7 +172,10 @@ class Config:
     )
     streams: int = field(
         default=1,
-        metadata=knob("slider", "streams", "CUDA streams (GPU ops)", range=(1, 8), gpu_only=True),
+        metadata={
+            **knob("slider", "streams", "CUDA streams (GPU ops)", range=(1, 8), gpu_only=True),
+            **counted(1, MAX_STREAMS, "--streams", "CUDA streams", _streams_words),
+        },
     )
     stream_policy: str = field(
         default="branches",
@@ -147,24 +187,37 @@ class Config:
             gpu_only=True,
         ),
     )
-    soft_placement: bool = True
-    matmul_kernel: str = field(default="blas", metadata={"choices": MATMUL_KERNELS})
+    soft_placement: bool = field(
+        default=True, metadata={"help": "ops on a device this session cannot use run on cpu:0"}
+    )
+    matmul_kernel: str = field(
+        default="blas",
+        metadata={"choices": MATMUL_KERNELS, "help": "NumPy's BLAS, or the Numba GEMM"},
+    )
     #: Run matmul -> add(bias) [-> relu | tanh | sigmoid] as one step, and each group of
     #: elementwise ops as one step and one kernel, where nothing else needs the intermediate
     #: values (see `parallelgraph.ops.fused`, `parallelgraph.ops.fused_elementwise`); outputs
     #: stay bit-identical.
-    fuse: bool = False
+    fuse: bool = field(
+        default=False, metadata={"help": "fuse elementwise groups and matmul epilogues"}
+    )
     #: GPU plans: replay each untraced run's GPU work as one CUDA graph, captured after the
     #: plan's first run (see `parallelgraph.executors.cuda_graphs`); plain launches where that
     #: cannot be done, and the plan's notes say why.
-    cuda_graph: bool = False
+    cuda_graph: bool = field(default=False, metadata={"help": "replay GPU work as one CUDA graph"})
     #: executor="dask": a scheduler address ("tcp://host:8786"), or an existing
     #: `distributed.Client`; with neither, the session starts and owns a LocalCluster.
-    dask_address: str | None = None
-    dask_client: Any = None
+    dask_address: str | None = field(
+        default=None,
+        metadata={
+            "flag": "--address",
+            "help": "executor dask: scheduler address (default: a LocalCluster)",
+        },
+    )
+    dask_client: Any = field(default=None, metadata={"flag": None})  # an object: no flag
     #: executor="dask": pin top-level scopes to workers, e.g. {"net1": 0, "net2": 1} (the N-th
     #: worker by address), like a `pg.device("worker:N")` scope; None lets Dask choose.
-    dask_placement: dict[str, int] | None = None
+    dask_placement: dict[str, int] | None = field(default=None, metadata={"flag": None})
 
     def __init__(self, **settings: Any):
         names = {f.name for f in fields(self)}
@@ -182,22 +235,12 @@ class Config:
         self._validate()
 
     def _validate(self) -> None:
-        for name, minimum in (("inter_op_threads", 0), ("intra_op_threads", 0), ("streams", 1)):
-            value = getattr(self, name)
-            if isinstance(value, numbers.Integral) and not isinstance(value, (bool, int)):
-                value = int(value)  # NumPy's ints (a sweep over np.arange) are counts too
-                object.__setattr__(self, name, value)
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ValueError(f"Config.{name} must be an int >= {minimum}, got {value!r}")
-            if name == "streams" and value > MAX_STREAMS:
+        for f in fields(self):
+            if "minimum" in f.metadata:
+                self._validate_count(f)
+            elif f.type in ("bool", bool) and not isinstance(getattr(self, f.name), bool):
                 raise ValueError(
-                    f"Config.streams must be at most {MAX_STREAMS} (a GPU runs a few dozen "
-                    f"kernels at once at most), got {value}"
-                )
-            if name != "streams" and value > MAX_THREADS:
-                raise ValueError(
-                    f"Config.{name} must be at most {MAX_THREADS} (this machine has "
-                    f"{cpu_count()} cores; 0 means one per core), got {value}"
+                    f"Config.{f.name} must be True or False, got {getattr(self, f.name)!r}"
                 )
         for f in fields(self):
             allowed = choices_of(f)
@@ -223,14 +266,19 @@ class Config:
                 f"Config.dask_address must be a scheduler address like 'tcp://host:8786', "
                 f"got {address!r}"
             )
-        for name in ("fuse", "cuda_graph"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(
-                    f"Config.{name} must be True or False, got {getattr(self, name)!r}"
-                )
-        if not isinstance(self.soft_placement, bool):
+
+    def _validate_count(self, f: Field) -> None:
+        """A whole-number field within its metadata's `minimum` and `maximum` (`counted`)."""
+        name, minimum, maximum = f.name, f.metadata["minimum"], f.metadata["maximum"]
+        value = getattr(self, name)
+        if isinstance(value, numbers.Integral) and not isinstance(value, (bool, int)):
+            value = int(value)  # NumPy's ints (a sweep over np.arange) are counts too
+            object.__setattr__(self, name, value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"Config.{name} must be an int >= {minimum}, got {value!r}")
+        if value > maximum:
             raise ValueError(
-                f"Config.soft_placement must be True or False, got {self.soft_placement!r}"
+                f"Config.{name} must be at most {maximum} ({f.metadata['too_many']()}), got {value}"
             )
 
     def replace(self, **changes: Any) -> Config:

@@ -92,15 +92,26 @@ def _section(
     return MappingProxyType(dict(data))
 
 
-#: The settings of `pg.Config` the analyses read, and what each must be.
-_CONFIG: dict[str, _Check] = {
-    "inter_op_threads": _INT_0,
-    "intra_op_threads": _INT_0,
-    "streams": (lambda v: is_int(v) and v >= 1, "an int >= 1"),
-    "executor": _STRING,
-    "stream_policy": _STRING,
-    "fuse": _BOOL,
-}
+def config_checks(config_type: type | None = None) -> dict[str, _Check]:
+    """What each recorded `pg.Config` setting must be, from the fields themselves: a count at
+    least its `minimum`, a bool, a string; other fields (objects) are kept unchecked."""
+    from ..config import Config
+
+    checks: dict[str, _Check] = {}
+    for f in fields(config_type or Config):
+        if "minimum" in f.metadata:
+            low = f.metadata["minimum"]
+            checks[f.name] = (lambda v, low=low: is_int(v) and v >= low, f"an int >= {low}")
+        elif f.type in ("bool", bool):
+            checks[f.name] = _BOOL
+        elif f.type in ("str", "str | None", str):
+            checks[f.name] = _STRING
+    return checks
+
+
+_CONFIG = config_checks()
+#: The Config fields recorded as they are, unchecked (objects, mappings).
+_OBJECT_FIELDS = frozenset(("dask_client", "dask_placement", "dask_address"))
 
 
 @dataclass(frozen=True)
@@ -128,32 +139,12 @@ class RunConfig:
         """False when nothing was recorded (a foreign trace has no config)."""
         return bool(self.values)
 
-    def _get(self, key: str) -> Any:
-        return self.values.get(key)
-
-    @property
-    def inter_op_threads(self) -> int | None:
-        return self._get("inter_op_threads")
-
-    @property
-    def intra_op_threads(self) -> int | None:
-        return self._get("intra_op_threads")
-
-    @property
-    def streams(self) -> int | None:
-        return self._get("streams")
-
-    @property
-    def executor(self) -> str | None:
-        return self._get("executor")
-
-    @property
-    def stream_policy(self) -> str | None:
-        return self._get("stream_policy")
-
-    @property
-    def fuse(self) -> bool | None:
-        return self._get("fuse")
+    def __getattr__(self, name: str) -> Any:
+        """A recorded setting by its `pg.Config` name (`config.inter_op_threads`), None where
+        the run did not record it; every Config field reads so, without a line here."""
+        if name in _CONFIG or name in _OBJECT_FIELDS:
+            return self.values.get(name)
+        raise AttributeError(f"a run's config has no setting {name!r}")
 
 
 _JIT: dict[str, _Check] = {"busy_s": _NUMBER_0, "compile_s": _NUMBER_0, "compiled": _INT_0}
