@@ -44,8 +44,8 @@ def raw_ops(name: str) -> list[dict]:
     if name.startswith("tf_"):
         return [e for e in complete if e["args"]["name"] not in ("_SOURCE",)
                 and e["args"]["op"] != "_Retval"]  # fmt: skip
-    if name.startswith("torch_"):
-        return [e for e in complete if e.get("cat") == "cpu_op"]
+    if name.startswith("torch_"):  # and the calling thread's DataLoader iterator
+        return [e for e in complete if e.get("cat") == "cpu_op" or is_loader(e)]
     if name.startswith("jax_"):
         return [e for e in complete if "hlo_op" in e.get("args", {})]
     return complete  # viztracer: every call
@@ -62,9 +62,18 @@ BLOCKING_PROCESS = {
 }
 
 
+def is_loader(event: dict) -> bool:
+    """PyTorch's `enumerate(DataLoader)#<iterator>.__next__` label."""
+    return event.get("cat") == "user_annotation" and event["name"].startswith(
+        "enumerate(DataLoader)#"
+    )
+
+
 def is_waiting(name: str, event: dict) -> bool:
     if name.startswith("torch_fork"):  # the torch.jit.fork caller holds the main thread
         return event["name"] == "forked_two_branch"
+    if name.startswith("torch_"):  # the next batch from DataLoader's worker processes
+        return is_loader(event) and "_MultiProcessingDataLoaderIter" in event["name"]
     if not name.startswith("viztracer_"):
         return False
     call = event["name"]

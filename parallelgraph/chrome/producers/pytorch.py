@@ -4,7 +4,8 @@
 - **ops**: `cpu_op` events (ATen ops: `aten::linear`, holding its `aten::addmm`, which the trace
   model nests), GPU `kernel`s, `gpu_memcpy` (a copy) and `gpu_memset`, and CUDA runtime calls
   (the launches; they tie a kernel to the CPU op that launched it through `correlation`).
-- **scopes**: `record_function("net1")` ranges (`user_annotation`) and the `nn.Module`
+- **scopes**: `record_function("net1")` ranges (`user_annotation`, but PyTorch's own labels:
+  `ProfilerStep#N`, `Optimizer.step#SGD.step`, the DataLoader iterator's) and the `nn.Module`
   hierarchy ("nn.Module: Linear_0" events, written with `with_stack=True`) around an op: the
   labels the user wrote come first, then the modules, so its scope is
   "net1/Sequential_0/Linear_0" even when a module encloses the label. A GPU event outside any
@@ -16,13 +17,17 @@
 - **roles**: the caller of `torch.jit.fork` — the outermost op on a thread while `<forked
   function>` tasks it launched start on other threads (the TorchScript function, e.g.
   "forked_two_branch"), and `aten::wait` — is *waiting*: its thread holds the span while the
-  pool does the work (ops nested in it on its own thread stay work). `torch.compile`'s
-  compilation (the "dynamo" event, "entire_frame_compile", "... (dynamo_timed)" and everything
-  inside them, fake-tensor ops of tracing included) is *setup*.
-- **the profiler's own events** are left out, and a note says how many: `ProfilerStep#N`
-  ranges, Python frames (`python_function`, from `with_stack=True`), `overhead`, the profiler's
-  "Trace" spans, dynamo's "<event>_data: ..." markers and instant events (`[memory]` from
-  `profile_memory=True` among them).
+  pool does the work (ops nested in it on its own thread stay work); so is the DataLoader
+  iterator's next batch from worker processes
+  (`enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__`: the worker processes are
+  not in the file; with `num_workers=0` the calling thread loads the batch itself: work).
+  `torch.compile`'s compilation (the "dynamo" event, "entire_frame_compile", "...
+  (dynamo_timed)" and everything inside them, fake-tensor ops of tracing included) is *setup*.
+- **the profiler's own events** are left out, and a note says how many: `ProfilerStep#N` ranges
+  and the optimizer's `Optimizer.step#...` labels (its ops stay), Python frames
+  (`python_function`, from `with_stack=True`), `overhead`, the profiler's "Trace" spans,
+  dynamo's "<event>_data: ..." markers and instant events (`[memory]` from `profile_memory=True`
+  among them).
 - **lanes**: "cpu/<thread>" named from the file's thread names ("python", "PTThreadPool" for
   the inter-op pool that runs `torch.jit.fork` tasks; the tid is added where names repeat),
   "cpu:<pid>/<thread>" with several processes; GPU events on "gpu:<device>/stream/<stream>".
@@ -68,6 +73,12 @@ WAITS = frozenset({"aten::wait", "prim::wait"})  # torch.jit.wait, where it is r
 _COMPILED_GRAPH = re.compile(r"^## Call CompiledFxGraph (\S+) ##$")
 _COMPILED_REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)$")
 _DYNAMO_DATA = re.compile(r"^\S+_data: ")  # dynamo's metadata markers ("dynamo_data: ...")
+#: PyTorch's own record_function labels, never scopes: the profiler's steps, the optimizer's
+#: step and zero_grad, and the DataLoader iterator's next batch (kept as an event: `_LOADER`)
+_TORCH_LABEL = re.compile(r"^(ProfilerStep#\d+$|Optimizer\.\w+#|enumerate\(DataLoader\)#)")
+_LOADER = re.compile(r"^enumerate\(DataLoader\)#(\w+)\.__next__$")
+#: the iterator of `DataLoader(num_workers=N)`: its next batch comes from worker processes
+_WORKERS_ITERATOR = "_MultiProcessingDataLoaderIter"
 #: torch.compile's compilation, as dynamo records it (dynamo_timed and its outer events)
 COMPILE_EVENTS = frozenset({"dynamo", "entire_frame_compile"})
 _GENERIC_THREAD = "python"
@@ -111,7 +122,7 @@ def _is_scope(piece: Slice) -> bool:
     if _COMPILED_GRAPH.match(piece.name):  # a user_annotation or a cpu_op, by version
         return True
     if piece.cat in SCOPES:
-        return not piece.name.startswith("ProfilerStep#") and not _DYNAMO_DATA.match(piece.name)
+        return not _TORCH_LABEL.match(piece.name) and not _DYNAMO_DATA.match(piece.name)
     return piece.cat == "python_function" and piece.name.startswith(MODULE_PREFIX)
 
 
@@ -217,6 +228,8 @@ def convert(document: Document) -> Converted:
     for piece in document.slices:
         if _is_scope(piece):
             ranges.append(piece)
+        elif piece.cat in SCOPES and _LOADER.match(piece.name):
+            kept.append(piece)  # the calling thread's wait (or load) for the next batch
         elif piece.cat in OWN or piece.cat in SCOPES:
             key = piece.name if piece.cat in SCOPES else piece.cat
             skipped[key.split(":", 1)[0] + ": ..." if _DYNAMO_DATA.match(key) else key] += 1
@@ -291,9 +304,16 @@ def convert(document: Document) -> Converted:
 def _role(piece: Slice, callers: dict[int, list[Slice]], compiling: dict[int, Slice]) -> EventRole:
     if piece.index in compiling:
         return EventRole.SETUP
-    if piece.index in callers or piece.name in WAITS:
+    if piece.index in callers or piece.name in WAITS or _waits_for_workers(piece):
         return EventRole.WAITING
     return EventRole.WORK
+
+
+def _waits_for_workers(piece: Slice) -> bool:
+    """The DataLoader iterator's next batch, when worker processes load the batches: the
+    calling thread waits for them (a single-process iterator loads the batch itself: work)."""
+    loader = _LOADER.match(piece.name) if piece.cat in SCOPES else None
+    return loader is not None and loader.group(1) == _WORKERS_ITERATOR
 
 
 def _fork_scopes(
