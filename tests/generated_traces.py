@@ -214,7 +214,7 @@ THREAD_NAMES = (
 #: Process names likewise: two "Renderer"s, viztracer's names for a launcher and its children.
 PROCESS_NAMES = ("Renderer", "Browser", "MainProcess", "net1", None)
 #: The producers whose format records threads of several processes in one file.
-LANE_FORMATS = ("trace-event", "python", "pytorch", "py-spy", "onnxruntime")
+LANE_FORMATS = ("trace-event", "python", "pytorch", "py-spy", "onnxruntime", "paddle")
 
 
 @dataclass
@@ -255,6 +255,11 @@ def shared_threads(seed: int, form: str) -> tuple[list[dict] | dict, Threads]:
                 label = {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid}
                 events.append({**label, "args": {"name": f"thread {tid} ({named})"}})
                 truth.names[thread] = named
+            elif form == "paddle" and named is not None:  # each thread twice: Python, C++
+                for side in ("Python", "C++"):
+                    label = {"ph": "M", "name": "thread_name", "pid": pid, "tid": f"{tid}({side})"}
+                    events.append({**label, "args": {"name": f"thread {tid}:{named}({side})"}})
+                truth.names[thread] = named
             elif named is not None and form not in ("py-spy", "onnxruntime"):  # they name none
                 label = {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid}
                 events.append({**label, "args": {"name": named}})
@@ -280,6 +285,14 @@ def shared_threads(seed: int, form: str) -> tuple[list[dict] | dict, Threads]:
 def _in_form(form: str, op: str, pid: int, tid: int, start: float, duration: float) -> list[dict]:
     """One op as `form` writes it: its name, category and phase."""
     where = {"pid": pid, "tid": tid}
+    if form == "paddle":  # the op on its thread's C++ lane, a label around it on its Python lane
+        span = {"ph": "X", "pid": pid, "ts": start, "dur": duration}
+        return [
+            {**span, "name": f"{op} dygraph[{duration:.3f} us]", "cat": "Operator",
+             "tid": f"{tid}(C++)"},
+            {**span, "name": f"label[{duration:.3f} us]", "cat": "PythonUserDefined",
+             "tid": f"{tid}(Python)"},
+        ]  # fmt: skip
     if form == "py-spy":
         args = {"filename": "/p/prog.py", "line": 3}
         begin = {"ph": "B", "name": op, "cat": "py-spy", "ts": start, "args": args}

@@ -10,6 +10,7 @@ Tried in this order; the first whose `detect` says yes converts the file:
 | `tf_profiler` | tf_profiler | "/host:CPU" with TF op events (`long_name` "net1/MatMul:MatMul") |
 | `jax` | jax | XLA's processes ("/host:CPU", "/device:...") and TraceMe events |
 | `onnxruntime` | onnxruntime | lists of `Session` spans and `Node` "*_kernel_time" events |
+| `paddle` | paddle | tids "<tid>(Python)"/"<tid>(C++)" with Paddle's categories (Operator...) |
 | `ray` | ray | tids "worker:<hex>"/"driver:<hex>" with Ray's categories (task::NAME...) |
 | `pyspy` | py-spy | B/E events with cat "py-spy" (sampled stacks) |
 | `python` | python | viztracer's and other Python tracers' "file.py:line" events |
@@ -29,6 +30,7 @@ from . import (
     generic,
     jax,
     onnxruntime,
+    paddle,
     parallelgraph,
     pyspy,
     python,
@@ -46,6 +48,7 @@ PRODUCERS: tuple[Producer, ...] = (
     tf_profiler.PRODUCER,  # before jax: TF2's files also have XLA's "/host:CPU" process
     jax.PRODUCER,
     onnxruntime.PRODUCER,
+    paddle.PRODUCER,
     ray.PRODUCER,
     pyspy.PRODUCER,
     python.PRODUCER,
