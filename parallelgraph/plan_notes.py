@@ -6,10 +6,13 @@ carries `kind` (a `NoteKind`), `op` (the op's name, or None) and `device` (the `
 was placed on, or None). Readers filter by `note.kind` instead of searching the text, so the
 wording can change without breaking them.
 
-The sentences are written here and only here (`PlanNote.moved`, `PlanNote.about`), and a note
-read back from a saved trace's JSON (plain text) is typed again by `PlanNote.parse`, the one
-place that knows the wording; a note we did not write (another tool's reader) parses to
-`NoteKind.OTHER`. `soft_placement_warning` is the one warning for moved ops.
+The sentences are written here and only here (`PlanNote.moved`, `PlanNote.about`). A saved
+trace keeps each note's sentence in its metadata's "notes" (what people and other tools read)
+and its kind, op and device in "note_kinds" beside it (`PlanNote.record`), so a trace read back
+has typed notes again without its words being read (`PlanNote.from_record`). Only a file
+written before "note_kinds" existed is typed from its wording, by `PlanNote.parse`, the one
+place that knows it; a note we did not write (another tool's reader) is `NoteKind.OTHER`.
+`soft_placement_warning` is the one warning for moved ops.
 
 This module is a leaf (it imports only `devices`), so explain() can read notes without
 importing the planner or the op registry.
@@ -86,6 +89,30 @@ class PlanNote(str):
     def text(self) -> str:
         """The sentence, as a plain str."""
         return str(self)
+
+    def record(self) -> dict[str, str | None]:
+        """What a saved trace keeps beside the sentence (`note_kinds` in its metadata), so the
+        note comes back typed without reading its words."""
+        device = None if self.device is None else str(self.device)
+        return {"kind": self.kind.value, "op": self.op, "device": device}
+
+    @classmethod
+    def from_record(cls, text: str, record: Any) -> PlanNote:
+        """The note of a sentence and its `record()`; `parse`'s reading of the words where the
+        record is not one (a hand-edited file)."""
+        kinds = {kind.value for kind in NoteKind}
+        if not (isinstance(record, dict) and record.get("kind") in kinds):
+            return cls.parse(text)
+        op, device = record.get("op"), record.get("device")
+        try:
+            return cls(
+                text,
+                NoteKind(record["kind"]),
+                op if isinstance(op, str) else None,
+                device if isinstance(device, str) else None,
+            )
+        except ValueError:  # a device name that is not one
+            return cls.parse(text)
 
     @classmethod
     def moved(cls, op: str, device: str, kind: NoteKind, why: str | None = None) -> PlanNote:

@@ -36,3 +36,36 @@ def test_the_sequential_reference_notes_cpu_only_and_foreign_notes_are_other():
     assert PlanNote.parse(str(note)).kind is NoteKind.CPU_ONLY
     assert PlanNote.parse("the profiler dropped 3 events").kind is NoteKind.OTHER
     assert soft_placement_warning([note]) is None
+
+
+def test_a_saved_trace_keeps_its_notes_typed_without_reading_their_words(tmp_path, monkeypatch):
+    """Issue #43: plan notes are stored as records beside their sentences ("note_kinds") and
+    come back typed from them; only a file without records is typed from its words."""
+    import warnings
+
+    import parallelgraph as pg
+    from parallelgraph.plan_notes import NoteKind, PlanNote
+
+    graph = pg.Graph()
+    with graph.as_default(), pg.device("gpu:9"):
+        y = pg.relu(pg.random_normal((4, 4), seed=1))
+    with warnings.catch_warnings(), pg.Session(graph, pg.Config(executor="sequential")) as s:
+        warnings.simplefilter("ignore")
+        _, trace = s.run(y, trace=True)
+    path = trace.save(tmp_path / "t.json")
+
+    def no_parse(note):
+        raise AssertionError(f"parsed back: {note!r}")
+
+    monkeypatch.setattr(PlanNote, "parse", classmethod(lambda cls, note: no_parse(note)))
+    loaded = pg.Trace.load(path)
+    assert [n.kind for n in loaded.info.notes] == [n.kind for n in trace.info.notes]
+    assert all(n.kind is not NoteKind.OTHER and n.op for n in loaded.info.notes)
+    monkeypatch.undo()
+    # an older file, without the records: typed from the words
+    old = pg.Trace.load(path)
+    old.metadata.pop("note_kinds")
+    assert [PlanNote.parse(n).kind for n in old.info.notes] == [n.kind for n in trace.info.notes]
+    # new sentences written over the old: the old records do not describe them
+    old.metadata["notes"] = ["something else"]
+    assert "note_kinds" not in old.metadata

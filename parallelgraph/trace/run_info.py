@@ -29,6 +29,8 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
+from ..plan_notes import PlanNote
+
 
 def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
@@ -268,6 +270,8 @@ class RunInfo:
         extra: dict[str, Any] = {}
         for key, value in data.items():
             reader = _READERS.get(key)
+            if key == "note_kinds":  # read with the notes they type (below)
+                continue
             if key == "fetches":  # the memory model ignores an ill-typed list: so do we
                 if _strings(value):
                     known[key] = tuple(value)
@@ -279,6 +283,10 @@ class RunInfo:
                 known[key] = reader(value, where, key)
             else:
                 extra[key] = None  # written back as null, read as not recorded
+        if "notes" in known:
+            known["notes"] = _typed_notes(known["notes"], data.get("note_kinds"))
+        elif "note_kinds" in data:
+            extra["note_kinds"] = data["note_kinds"]
         return cls(**known, extra=MappingProxyType(extra))
 
     def to_json(self) -> dict[str, Any]:
@@ -289,6 +297,10 @@ class RunInfo:
             if item.name == "extra" or value is None:
                 continue
             out[item.name] = _written(value)
+            if item.name == "notes" and any(isinstance(note, PlanNote) for note in value):
+                out["note_kinds"] = [
+                    note.record() if isinstance(note, PlanNote) else None for note in value
+                ]
         for key, value in self.extra.items():
             out[key] = _written(value)
         return out
@@ -300,6 +312,17 @@ class RunInfo:
     def settings(self) -> RunConfig:
         """`config`, or an empty RunConfig when the trace records none."""
         return self.config if self.config is not None else RunConfig()
+
+
+def _typed_notes(notes: tuple[str, ...], kinds: Any) -> tuple[str, ...]:
+    """The notes with their records (`note_kinds`, one per note, None for a reader's note)
+    made PlanNotes again; as they are where the file has no records that fit."""
+    if not (isinstance(kinds, list) and len(kinds) == len(notes)):
+        return notes
+    return tuple(
+        text if record is None else PlanNote.from_record(text, record)
+        for text, record in zip(notes, kinds)
+    )
 
 
 def _values_of(kind: type, values: dict[str, Any]) -> Any:
@@ -357,7 +380,10 @@ class Metadata(dict):  # type: ignore[type-arg]
         self.info = info
 
     def __setitem__(self, key: str, value: Any) -> None:
-        self._replace({**self, key: value})
+        data = {**self, key: value}
+        if key == "notes":  # new sentences: the old notes' records do not describe them
+            data.pop("note_kinds", None)
+        self._replace(data)
 
     def __delitem__(self, key: str) -> None:
         data = dict(self)
