@@ -243,7 +243,7 @@ def test_one_thread_at_a_time_advice_matches_what_was_measured(name):
     effects = MANIFEST[name]["measured_effects"]
     medians = {s["worker"]: s["median"] for s in effects["settings"]}
     if medians["eager_intra2"] <= 0.95 * medians["eager_intra1"]:
-        assert "torch.set_num_threads(N)" in report.suggestion
+        assert "torch.set_num_threads" in report.suggestion
 
 
 def test_pool_threads_are_not_program_order():

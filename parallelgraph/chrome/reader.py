@@ -172,7 +172,16 @@ def _info(document: Document, source: str, converted: Any) -> RunInfo | Metadata
         imported=imported,
         lane_kinds={lane: kind.value for lane, kind in kinds.items()} if kinds else None,
         notes=notes or None,
+        cores=converted.cores or _recorded_cores(document.header),
+        recorded=converted.settings or None,
     )
+
+
+def _recorded_cores(header: dict[str, Any]) -> int | None:
+    """The CPUs a file's header says its machine had: Chrome's `metadata["num-cpus"]`."""
+    metadata = header.get("metadata") if isinstance(header, dict) else None
+    cores = metadata.get("num-cpus") if isinstance(metadata, dict) else None
+    return cores if isinstance(cores, int) and not isinstance(cores, bool) and cores > 0 else None
 
 
 def from_chrome(document: Any, source: str = "<trace>") -> Trace:

@@ -23,6 +23,11 @@ every pair it says how much they overlapped, and when they did not (overlap belo
 6. **scheduling latency**: ops started long after their inputs were ready (a Dask scheduler's
    round trips, thread wake-ups), so workers idled between them.
 
+Before them, for the whole run: **oversubscription** (`explain.oversubscription`), more threads
+runnable at once than the cores the trace records; then the advice is to lower the setting,
+from the run's own value. Advice that changes a number names the change from what the run
+recorded ("from 1 to 2"; `SettingWords.inter_op_setting`), or says the trace does not tell it.
+
 Then it compares the makespan with the bounds of `analysis` — work / P and the critical path —
 twice: for the P lanes the run used, and for the workers it could have had (the config's
 threads or cores, the cores the trace's metadata records, or this machine's: it says which) —
@@ -41,9 +46,10 @@ A trace whose ops all ran on a GPU is judged as one: its streams are not process
 two streams share one GPU's multiprocessors, so overlap shows concurrency, not speed-up), so the
 report gives the GPU's busy fraction instead of work / P, and never proposes CPU thread counts.
 
-The package: `causes` (the checks, with their evidence), `advice` (the suggestion and the workers
-a run could have had), `notes` (what was left out, the compiler's time, plan notes); this module
-builds the report from them.
+The package: `causes` (the checks, with their evidence), `oversubscription` (the run's runnable
+threads against its cores), `advice` (the suggestion and the workers a run could have had),
+`notes` (what was left out, the compiler's time, plan notes); this module builds the report
+from them.
 """
 
 from __future__ import annotations
@@ -71,8 +77,9 @@ from .causes import (
     pair_report,
     short_share,
 )
-from .evidence import Advice
+from .evidence import Advice, Oversubscription
 from .notes import gpu_notes, left_out, notes
+from .oversubscription import oversubscription, sentence
 
 if TYPE_CHECKING:
     from ..chrome.producers.base import SettingWords
@@ -126,6 +133,8 @@ class Explanation:
     advice: Advice | None = None
     #: ns of the waiting and setup left out of every number, by role.
     left_out_ns: dict[str, int] | None = None
+    #: More threads runnable than cores (`explain.oversubscription`); None when not found.
+    oversubscribed: Oversubscription | None = None
 
     def group(self) -> GroupSummary | None:
         """The branches as one group, when there are three or more (`GroupSummary`)."""
@@ -150,6 +159,8 @@ class Explanation:
             )
         if not self.pairs:
             out.append("Only one top-level scope ran: there is no pair to compare.")
+        if self.oversubscribed is not None:
+            out.append(sentence(self.oversubscribed))
         out.extend(self.notes)
         out.append(self._bound_line())
         out.append(f"Most likely to help: {self.suggestion}")
@@ -285,10 +296,11 @@ def explain(trace: Trace, *branches: str) -> Explanation:
     possible = None if gpu_busy is not None else possible_workers(info.cores, used)
     left_out_ns, left_note = left_out(trace)
     report_notes = left_note + notes(trace) + gpu_notes(pairs, gpu_busy)
+    over = None if gpu_busy is not None else oversubscription(context)
     if gpu_busy is not None:
         advice = gpu_suggestion(context, pairs, makespan, gpu_busy, path.length_ns)
     else:
-        advice = suggestion(context, pairs, makespan, work, possible, path.length_ns)
+        advice = suggestion(context, pairs, makespan, work, possible, path.length_ns, over)
     return Explanation(
         pairs=pairs,
         makespan_ns=makespan,
@@ -304,6 +316,7 @@ def explain(trace: Trace, *branches: str) -> Explanation:
         possible=possible,
         advice=advice,
         left_out_ns=left_out_ns,
+        oversubscribed=over,
     )
 
 

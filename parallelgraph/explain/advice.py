@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING
 
 from ..trace import analysis
 from .causes import Cause, Context, PairReport, short_and_total_ns
-from .evidence import EVERY_LANE_BUSY, Advice
+from .evidence import EVERY_LANE_BUSY, Advice, Oversubscription
+from .oversubscription import recorded_value
 
 if TYPE_CHECKING:
+    from ..chrome.producers.base import Setting
     from ..trace.model import Trace
 
 
@@ -89,9 +91,13 @@ def suggestion(
     work: int,
     possible: Workers | None,
     path: int,
+    oversubscribed: Oversubscription | None = None,
 ) -> Advice:
-    """The one change most likely to help a CPU run, with the facts it rests on."""
+    """The one change most likely to help a CPU run, with the facts it rests on: fewer
+    threads first for a run that had more runnable than cores (more would only take turns)."""
     config, knobs = context.config, context.knobs
+    if oversubscribed is not None:
+        return lower(context, oversubscribed, possible)
     causes = {pair.cause for pair in pairs if not pair.overlapped}
     used = possible.used if possible else 1
     room = possible is not None and possible.possible > used
@@ -105,7 +111,7 @@ def suggestion(
                 "handing one to another thread costs; " + _bigger_ops(context),
                 "bigger_ops",
             )
-        return Advice(knobs.inter_op, "inter_op")
+        return _raise(context, "inter_op", possible)
     if Cause.SOFT_PLACEMENT in causes:
         return Advice(
             "run where a GPU is usable, or raise inter_op_threads so the CPU overlaps them.",
@@ -121,9 +127,10 @@ def suggestion(
         )
     if Cause.ALL_BUSY in causes:
         inter = config.inter_op_threads or used
-        if room:
+        raised = _raise(context, "inter_op", possible, possible.possible if room else None)
+        if room and raised.knob == "inter_op":
             return Advice(
-                f"more workers than {inter} — the machine has cores to spare: {knobs.inter_op}",
+                f"more workers than {inter} — the machine has cores to spare: {raised.text}",
                 "inter_op",
             )
         return Advice(
@@ -137,12 +144,13 @@ def suggestion(
     if makespan and path >= 0.8 * makespan:
         return Advice(_critical_path_advice(context), "critical_path")
     if makespan and busy_share >= EVERY_LANE_BUSY:
-        if room:
+        raised = _raise(context, "intra_op", possible)
+        if room and raised.knob == "intra_op":
             assert possible is not None
             return Advice(
                 f"more threads: the {used} lane(s) did work {busy_share:.0%} of the run, but "
                 f"the run could have had {possible.possible} ({possible.basis}) — "
-                f"{knobs.intra_op}",
+                f"{raised.text}",
                 "intra_op",
                 busy_share,
             )
@@ -157,13 +165,82 @@ def suggestion(
         f"look at the idle gaps ({idle / 1e6:.1f} ms of lane time; the lanes did work "
         f"{busy_share:.0%} of the run{_longest_gap(context.trace)})"
     )
-    if causes:  # a pair did not overlap: letting them run side by side would fill the gaps
-        return Advice(f"{text}: {knobs.inter_op}", "idle_gaps", busy_share)
+    raised = _raise(context, "inter_op", possible)
+    if causes and raised.knob == "inter_op":  # side by side, they would fill the gaps
+        return Advice(f"{text}: {raised.text}", "idle_gaps", busy_share)
     return Advice(
         f"{text}: the branches already ran side by side, so a thread setting will not fill "
         "them: see where they fall on the timeline (trace.idle_gaps_ms(lane)).",
         "idle_gaps",
         busy_share,
+    )
+
+
+def _target(setting: Setting, possible: Workers | None, cores: int | None) -> tuple[int, str]:
+    """What `setting` is raised to, and whence: the cores the run had for threads per op
+    (`possible`'s, else the recorded ones), else 2 (two branches side by side)."""
+    if setting.to_cores and possible is not None:
+        return possible.possible, f" ({possible.basis})"
+    if setting.to_cores and cores:
+        return int(cores), f" (the run's machine had {cores} cores)"
+    return 2, ""
+
+
+def change(setting: Setting, current: int | None, target: int, basis: str = "") -> str:
+    """'from 1 to 2', or 'to 2 (this trace does not say what the run had)'."""
+    if current is None:
+        return f"to {target}{basis} (this trace does not say what the run had)"
+    return f"from {current} to {target}{basis}"
+
+
+def _raise(
+    context: Context, role: str, possible: Workers | None, target: int | None = None
+) -> Advice:
+    """The tool's words for `role` ("inter_op", "intra_op"), their {change} the change from
+    the run's own setting; where the run already had the target or more, not those words
+    (knob "none"): advice never asks for what the run had."""
+    knobs = context.knobs
+    text: str = getattr(knobs, role)
+    setting: Setting | None = getattr(knobs, f"{role}_setting")
+    if setting is None:
+        return Advice(text, role)
+    wanted, basis = _target(setting, possible, context.cores)
+    wanted = target or wanted
+    current = recorded_value(context, setting.name)
+    if current is not None and current >= wanted:
+        return Advice(
+            f"nothing more from {setting.said}: the run already had {current}, and "
+            f"{wanted}{basis} is all it can use; only less work or faster ops help.",
+            "none",
+        )
+    return Advice(text.replace("{change}", change(setting, current, wanted, basis)), role)
+
+
+def lower(context: Context, found: Oversubscription, possible: Workers | None) -> Advice:
+    """Fewer threads, for an oversubscribed run: the recorded setting lowered to fit the
+    cores ("lower SessionOptions.intra_op_num_threads from 4 to 2"), in the tool's words."""
+    knobs = context.knobs
+    per_op = knobs.intra_op_setting
+    inter = recorded_value(context, "inter_op_threads") if knobs.tool == "parallelgraph" else None
+    intra = recorded_value(context, per_op.name) if per_op else None
+    why = (
+        f": {found.per_core:.1f} runnable threads per core took turns on the {found.cores} "
+        f"cores for {found.share:.0%} of the run"
+    )
+    if per_op is not None and intra is not None and intra > 1:
+        fit = max(1, found.cores // max(1, inter or 1))
+        if fit < intra:
+            return Advice(
+                f"lower {per_op.said} {change(per_op, intra, fit)}{why}.", "fewer_threads"
+            )
+    if inter and inter > found.cores:
+        text = f"lower inter_op_threads from {inter} to {found.cores}{why}."
+        return Advice(text, "fewer_threads")
+    said = per_op.said if per_op is not None else "the threads the program starts"
+    return Advice(
+        f"run fewer threads at once — at most {found.cores}, one per core (lower {said}; this "
+        f"trace does not say what the run had){why}.",
+        "fewer_threads",
     )
 
 
@@ -197,7 +274,7 @@ def _critical_path_advice(context: Context) -> str:
     if knobs.tool != "parallelgraph":
         return (
             "faster ops on the critical path: it takes most of the run, so only making its "
-            f"ops faster shortens it — {knobs.intra_op}"
+            f"ops faster shortens it — {_raise(context, 'intra_op', None).text}"
         )
     intra = config.intra_op_threads or 1
     threads = (config.inter_op_threads or 1) * intra

@@ -102,6 +102,21 @@ class Undetermined:
 
 
 @dataclass(frozen=True)
+class Oversubscription:
+    """More threads were runnable than the run had cores: `share` of the run had more than
+    `cores` runnable, `per_core` of them per core on average then. `threads` is what ran them:
+    the lanes busy at once, or a recorded setting's threads per op (`setting`, its `value`)
+    where the helpers record no lanes of their own."""
+
+    threads: int
+    cores: int
+    per_core: float
+    share: float
+    setting: str | None = None
+    value: int | None = None
+
+
+@dataclass(frozen=True)
 class Advice:
     """The one change most likely to help, and what it rests on.
 

@@ -206,6 +206,10 @@ def _tuple_of_strings(value: Any, where: Where, path: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _int_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(is_int(v) for v in value.values())
+
+
 def _frozen_map(check: _Check) -> Callable[[Any, Where, str], Mapping[str, Any]]:
     ok, wanted = check
 
@@ -231,6 +235,7 @@ _READERS: dict[str, Callable[[Any, Where, str], Any]] = {
     "lane_kinds": _frozen_map((_string_map, "an object of strings")),
     "notes": _tuple_of_strings,
     "jit": _jit,
+    "recorded": _frozen_map((_int_map, "an object of ints")),
 }
 
 
@@ -257,6 +262,8 @@ class RunInfo:
     lane_kinds: Mapping[str, str] | None = None  # every lane's kind, by a foreign reader
     notes: tuple[str, ...] | None = None  # plan notes (PlanNote text) or a reader's notes
     jit: JitInfo | None = None  # Numba's compiler within the run
+    #: the settings a foreign file says its run had, by the tool's names (intra_op_num_threads)
+    recorded: Mapping[str, int] | None = None
     fetches: tuple[str, ...] | None = None  # the ops whose values the run returned
     extra: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 

@@ -132,6 +132,11 @@ class Converted:
     program_order: set[str] = field(default_factory=set)
     #: find waiting events by their timing (`parallelgraph.chrome.roles`)
     infer_waiting: bool = False
+    #: the settings the file says the run had, by the tool's own names
+    #: ({"intra_op_num_threads": 2}); nothing the file does not say
+    settings: dict[str, int] = field(default_factory=dict)
+    #: the CPUs of the machine that ran it, when the file says
+    cores: int | None = None
 
     def add(self, draft: Draft, *slices: Slice) -> Draft:
         self.drafts.append(draft)
@@ -150,10 +155,23 @@ class Converted:
 
 
 @dataclass(frozen=True)
+class Setting:
+    """The number a piece of advice changes: its name in the run's record (a key of
+    `RunInfo.recorded`, or our Config's field) and what the advice raises it to."""
+
+    name: str  # "intra_op_num_threads", "inter_op_threads"
+    said: str  # how its users write it: "SessionOptions.intra_op_num_threads"
+    to_cores: bool = False  # raised to the cores the run had; else to 2 (two branches at once)
+
+
+@dataclass(frozen=True)
 class SettingWords:
     """How a tool's users change what `explain()` advises on, in that tool's words.
 
-    Each text completes "Most likely to help: ...".
+    Each text completes "Most likely to help: ...". Where `inter_op` or `intra_op` changes a
+    number the run records (`inter_op_setting`, `intra_op_setting`), its "{change}" is filled
+    with the change from the run's own value ("from 1 to 2"), or the target and that the
+    trace does not say the current value; advice never raises it to what the run had.
     """
 
     tool: str  # "TensorFlow", "PyTorch"...
@@ -171,6 +189,9 @@ class SettingWords:
         "run the program once with the setting that lets independent parts run at the same "
         "time (and once with more threads per op), trace both, and compare their makespans."
     )
+    #: the number `inter_op` changes, and `intra_op`'s (None: they name no number)
+    inter_op_setting: Setting | None = None
+    intra_op_setting: Setting | None = None
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from typing import Any
 from ...trace.lanes import LaneKind
 from ...trace.model import EventKind, EventRole
 from ..document import Document, Slice, Thread
-from .base import Converted, Draft, Producer, SettingWords, scope_of, skipped_note
+from .base import Converted, Draft, Producer, Setting, SettingWords, scope_of, skipped_note
 
 KERNEL = "_kernel_time"
 FENCES = ("_fence_before", "_fence_after")
@@ -44,11 +44,14 @@ SETUP = frozenset({"model_loading_uri", "model_loading_array", "session_initiali
 WAITING = frozenset({"model_run", "SequentialExecutor::Execute", "ParallelExecutor::Execute"})
 FUSED = "fused "
 
+#: the one thread setting the file tells (`_intra_op_threads`), and the one worth changing
+INTRA_OP = Setting("intra_op_num_threads", "SessionOptions.intra_op_num_threads", to_cores=True)
+
 KNOBS = SettingWords(
     tool="ONNX Runtime",
     inter_op=(
-        "raise SessionOptions.intra_op_num_threads to the number of cores the run can have to "
-        "itself (e.g. 2): each node then splits its work over that many threads. Running "
+        "raise SessionOptions.intra_op_num_threads {change}, the cores the run can have to "
+        "itself: each node then splits its work over that many threads. Running "
         "independent CPU nodes side by side is not on offer: ONNX Runtime 1.14 and later run a "
         "CPU model's nodes one at a time even with ExecutionMode.ORT_PARALLEL (measured on "
         "1.32, 2 cores: ORT_PARALLEL with two inter-op threads was never faster; "
@@ -56,8 +59,9 @@ KNOBS = SettingWords(
         "longer when another process kept one of them busy)."
     ),
     intra_op=(
-        "SessionOptions.intra_op_num_threads = N: one node (a Gemm, a MatMul) then uses N "
-        "threads (0, the default, means one per physical core); it pays only with N idle cores."
+        "SessionOptions.intra_op_num_threads {change}: one node (a Gemm, a MatMul) then uses "
+        "that many threads (0, the default, means one per physical core); it pays only with "
+        "that many idle cores."
     ),
     streams=(
         "run independent parts as separate InferenceSessions, each on its own CUDA stream "
@@ -75,6 +79,8 @@ KNOBS = SettingWords(
         "time sess.run with SessionOptions.intra_op_num_threads=2 and with 1 (a fresh session "
         "each, many interleaved runs, medians, on otherwise idle cores), and compare."
     ),
+    inter_op_setting=INTRA_OP,
+    intra_op_setting=INTRA_OP,
 )
 
 
@@ -142,6 +148,21 @@ def _intra_op_note(nodes: list[Slice]) -> str | None:
         f"Intra-op pools from thread_scheduling_stats: {listed}. Their helper threads record no "
         "events: their work is inside the nodes' times."
     )
+
+
+def _intra_op_threads(nodes: list[Slice]) -> int | None:
+    """The intra-op threads a node ran on, as `thread_scheduling_stats` tells: the node's own
+    thread and the helpers listed, at most; 1 where every node's stats are empty (the session
+    had no intra-op pool); None where the file has no stats."""
+    stats = [piece.args.get("thread_scheduling_stats") for piece in nodes]
+    stats = [entry for entry in stats if entry is not None]
+    if not stats:
+        return None
+    helpers = [entry.get("sub_threads") for entry in stats if isinstance(entry, dict)]
+    counts = [len(entry) for entry in helpers if isinstance(entry, dict)]
+    if not counts and all(entry == "" for entry in stats):
+        return 1
+    return 1 + max(counts) if counts else None
 
 
 def _program_order(nodes: list[Draft], waits: list[Draft]) -> set[str]:
@@ -220,6 +241,9 @@ def convert(document: Document) -> Converted:
         if role is EventRole.WAITING:
             waits.append(draft)
     converted.program_order = _program_order(ops, waits)
+    threads = _intra_op_threads(nodes)
+    if threads is not None:
+        converted.settings[INTRA_OP.name] = threads
     note = _intra_op_note(nodes)
     if note:
         converted.notes.append(note)

@@ -10,12 +10,14 @@ from __future__ import annotations
 from ..document import Document
 from ..export import FORMAT
 from . import generic
-from .base import Converted, Producer, SettingWords
+from .base import Converted, Producer, Setting, SettingWords
 
 KNOBS = SettingWords(
     tool="parallelgraph",
-    inter_op="raise inter_op_threads to 2 or more: independent scopes could then run side by side.",
-    intra_op="raise intra_op_threads: one op's shards then run on several threads.",
+    inter_op="raise inter_op_threads {change}: independent scopes could then run side by side.",
+    intra_op="raise intra_op_threads {change}: one op's shards then run on several threads.",
+    inter_op_setting=Setting("inter_op_threads", "inter_op_threads"),
+    intra_op_setting=Setting("intra_op_threads", "intra_op_threads", to_cores=True),
     streams=(
         "Config(streams=2, stream_policy='branches'): independent chains then get their own "
         "CUDA streams and can run side by side on the GPU."

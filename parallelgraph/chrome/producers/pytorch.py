@@ -53,6 +53,7 @@ from .base import (
     Converted,
     Draft,
     Producer,
+    Setting,
     SettingWords,
     enclosing_names,
     innermost_range,
@@ -92,7 +93,8 @@ KNOBS = SettingWords(
         "any parallel work — or call them from two Python threads (ATen ops release the GIL). "
         "Eager mode runs ops one after another on the calling thread."
     ),
-    intra_op="torch.set_num_threads(N): one op (a matmul) then uses N threads.",
+    intra_op="torch.set_num_threads {change}: one op (a matmul) then uses that many threads.",
+    intra_op_setting=Setting("num_threads", "torch.set_num_threads", to_cores=True),
     streams=(
         "give each branch its own torch.cuda.Stream (with torch.cuda.stream(s): ...) and "
         "join them with torch.cuda.current_stream().wait_stream(s) before combining results."
