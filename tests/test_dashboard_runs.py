@@ -483,7 +483,7 @@ def assert_every_number_is_of_the_run_drawn(dash: widgets.Dashboard, planned: in
     assert rows["critical-path bound"].startswith(f"{bound} ms")
     assert f"beats {bound} ms (this run took {ratio}x that)" in shown["explain"]
     overlap = f"{drawn.overlap('left', 'right'):.2f}"
-    assert rows["overlap, first two scopes"] == f"left/right {overlap}"
+    assert rows["overlap of the scopes"] == f"left/right {overlap}"
     assert f"(overlap {overlap})" in shown["explain"]
     shares = drawn.utilization()
     busy = 100 * sum(shares.values()) / len(shares)

@@ -511,3 +511,25 @@ def test_speedups_against_pins_carry_their_uncertainty_everywhere(dash):
     assert measured == stats.speedup_text(
         dash.pinned[1].measurement.makespans_ms, dash.result.measurement.makespans_ms
     )
+
+
+def test_the_overlap_row_says_many_scopes_as_a_group():
+    """Issue #40: eight heads are said as a group (pairs side by side, the median), not by the
+    first two scopes, which may have shared a lane while the rest ran side by side."""
+    from parallelgraph.widgets.report import summary_rows
+
+    dash = pg.dashboard(preset="attention", auto_run=False)
+    try:
+        dash.run()
+        result = dash.wait(timeout=120)
+        rows = {row[0]: row[1] for row in summary_rows(result)}
+        overlaps = sorted(result.pair_overlaps())
+        scopes = len(result.built.scopes)
+        assert len(overlaps) == scopes * (scopes - 1) // 2 and scopes > 2
+        side = sum(value >= 0.5 for value in overlaps)
+        assert rows["overlap of the scopes"] == (
+            f"{scopes} scopes: {side} of {len(overlaps)} pairs side by side "
+            f"(median {overlaps[len(overlaps) // 2]:.2f})"
+        )
+    finally:
+        dash.close()

@@ -102,7 +102,7 @@ def summary_rows(result: Result, pinned: Sequence[Result] = ()) -> list[tuple[st
         ("median makespan", *(_median_text(r) for r in runs)),
         ("drawn and explained", *(_drawn_text(r) for r in runs)),
         ("current's speed-up vs this", "—", *(speedup_text(result, p) for p in pinned)),
-        ("overlap, first two scopes", *(_overlap_text(r) for r in runs)),
+        ("overlap of the scopes", *(_overlap_text(r) for r in runs)),
         ("utilization (mean of lanes)", *(_utilization_text(r) for r in runs)),
         ("critical-path bound", *(_bound_text(r) for r in runs)),
         ("repeats, wall per run", *(_wall_text(r) for r in runs)),
@@ -175,11 +175,22 @@ def speedup_text(result: Result, pin: Result) -> str:
 
 
 def _overlap_text(result: Result) -> str:
+    """Two scopes: their overlap. More: as a group, as explain() says them — how many pairs
+    ran side by side (overlap at least `causes.OVERLAPPED`) and the median overlap."""
+    from ..explain.causes import OVERLAPPED
+
     overlap = result.overlap()
     if overlap is None:
         return "— (no independent scopes)"
-    first, second = result.built.scopes[:2]
-    return f"{first}/{second} {overlap:.2f}"
+    scopes = result.built.scopes
+    if len(scopes) == 2:
+        return f"{scopes[0]}/{scopes[1]} {overlap:.2f}"
+    overlaps = sorted(result.pair_overlaps())
+    side_by_side = sum(value >= OVERLAPPED for value in overlaps)
+    return (
+        f"{len(scopes)} scopes: {side_by_side} of {len(overlaps)} pairs side by side "
+        f"(median {overlaps[len(overlaps) // 2]:.2f})"
+    )
 
 
 def _utilization_text(result: Result) -> str:

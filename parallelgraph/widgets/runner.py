@@ -44,6 +44,9 @@ from ..trace.model import Trace
 from . import viewer
 from .settings import Built, Knobs, Settings
 
+#: The most scope pairs the summary's overlap row measures (32 scopes: 496 pairs).
+MAX_SCOPE_PAIRS = 496
+
 
 @dataclass(frozen=True)
 class Result:
@@ -107,6 +110,13 @@ class Result:
         median of the repeats' overlaps could be 1.0 while the median run's is 0.0)."""
         scopes = self.built.scopes
         return self.trace.overlap(*scopes[:2]) if len(scopes) >= 2 else None
+
+    def pair_overlaps(self) -> list[float]:
+        """The overlap of every pair of the graph's scopes in the median run, at most
+        `MAX_SCOPE_PAIRS` of them (the first scopes' pairs): many branches said as a group."""
+        scopes = self.built.scopes
+        pairs = [(a, b) for i, a in enumerate(scopes) for b in scopes[i + 1 :]]
+        return [self.trace.overlap(a, b) for a, b in pairs[:MAX_SCOPE_PAIRS]]
 
     def utilization(self) -> float:
         """Mean busy fraction over the lanes of the median trace."""
