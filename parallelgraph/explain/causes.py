@@ -218,9 +218,11 @@ def _dependency(context: Context, a: Branch, b: Branch) -> Found:
 
 def _soft_placement(context: Context, a: Branch, b: Branch) -> Found:
     moved = plan_notes(context.trace.info.notes or (), NoteKind.SOFT_PLACEMENT)
+    if not moved or context.streams < 2:  # before the pair's names: most traces move nothing
+        return None
     names = {e.name for e in a.ops + b.ops}
     moved_here = [n for n in moved if n.op in names]
-    if not moved_here or context.streams < 2:
+    if not moved_here:
         return None
     inter = context.config.inter_op_threads
     evidence = PlacementEvidence(len(moved_here), context.streams, inter)
@@ -233,15 +235,17 @@ def _soft_placement(context: Context, a: Branch, b: Branch) -> Found:
     )
 
 
-def _on_streams(trace: Trace, ops: tuple[TraceEvent, ...]) -> bool:
-    return bool(ops) and all(trace.lane(e.lane).kind is LaneKind.STREAM for e in ops)
+def _on_streams(trace: Trace, lanes: Iterable[str]) -> bool:
+    """Whether there are lanes and all are CUDA streams."""
+    kinds = [trace.lane(lane).kind for lane in lanes]
+    return bool(kinds) and all(kind is LaneKind.STREAM for kind in kinds)
 
 
 def _one_worker(context: Context, a: Branch, b: Branch) -> Found:
-    trace, config, ops = context.trace, context.config, a.ops + b.ops
-    lanes = {e.lane for e in ops}
-    if _on_streams(trace, ops):  # GPU ops: streams decide
-        return _one_stream(context, ops, lanes)
+    trace, config = context.trace, context.config
+    lanes = set(a.lanes | b.lanes)  # each branch's, gathered once: a branch is in many pairs
+    if _on_streams(trace, lanes):  # GPU ops: streams decide
+        return _one_stream(context, a.ops + b.ops, lanes)
     concurrency = context.ops_concurrency  # an op's own threads aside
     ordered = tuple(sorted(lanes))
     if config.inter_op_threads == 1:

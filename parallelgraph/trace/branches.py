@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ..devices import split_device
@@ -46,9 +47,15 @@ class Branch:
     ops: tuple[TraceEvent, ...]
     busy: Intervals
 
-    @property
+    @cached_property
     def busy_ns(self) -> int:
+        """The length of `busy`, summed once: explain() asks it of each branch for each pair."""
         return length(self.busy)
+
+    @cached_property
+    def lanes(self) -> frozenset[str]:
+        """The lanes its ops ran on."""
+        return frozenset(e.lane for e in self.ops)
 
 
 def _branch(trace: Trace, label: str, by: str, ops: list[TraceEvent]) -> Branch:
