@@ -11,10 +11,13 @@ import random
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
+from itertools import combinations
 
 import doubling
 import pytest
 
+from parallelgraph.chrome.producers import knobs_for
+from parallelgraph.explain import advice, causes
 from parallelgraph.plot.colors import color_key
 from parallelgraph.scopes import branch_of
 from parallelgraph.trace import Trace, TraceEvent, analysis, branches, intervals
@@ -225,3 +228,26 @@ def _growth(small: Callable[[], object], large: Callable[[], object]) -> float:
         if best_large / best_small < MAX_RATIO:
             break
     return best_large / best_small
+
+
+def _reference_short_ops(pairs, context):
+    """`explain.advice._short_ops` as it was: the ops of both branches of every pair that did
+    not overlap, listed again for each pair."""
+    ops = [
+        e
+        for pair in pairs
+        if not pair.overlapped
+        for label in (pair.scope_a, pair.scope_b)
+        for e in context.branches[label].ops
+    ]
+    return bool(ops) and causes.short_share(ops) >= 0.5
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_short_ops_advice_weighs_the_branches_as_the_lists_did(seed):
+    trace = _random_trace(seed, longest=2 * causes.SHORT_OP_NS, loops=False)
+    chosen = branches.default_branches(trace)
+    labels = {b.label: b for b in chosen}
+    context = causes.Context(trace, trace.info.settings, None, knobs_for("trace-event"), labels)
+    pairs = tuple(causes.pair_report(context, a, b) for a, b in combinations(chosen, 2))
+    assert advice._short_ops(pairs, context) == _reference_short_ops(pairs, context)
