@@ -235,7 +235,9 @@ def scaling_table(repeats: int) -> str:
     return table(["experiment", "setting", "median ms", "IQR", "time ratio vs first"], rows)
 
 
-def matmul_session_table(repeats: int) -> str:
+def matmul_session_table(
+    repeats: int, sizes: tuple[int, ...] = (1024, 2048), thread_counts: tuple[int, ...] = (1, 2)
+) -> str:
     """GFLOP/s of one float32 matmul run through a Session (its shards on the intra-op pool)
     against numpy/OpenBLAS limited to the same number of threads, alternated round by round.
 
@@ -249,7 +251,7 @@ def matmul_session_table(repeats: int) -> str:
 
     rows = []
     rng = np.random.default_rng(0)
-    for n in (1024, 2048):
+    for n in sizes:
         a_value = rng.standard_normal((n, n)).astype(np.float32)
         b_value = rng.standard_normal((n, n)).astype(np.float32)
         g = pg.Graph(f"matmul-{n}")
@@ -257,7 +259,7 @@ def matmul_session_table(repeats: int) -> str:
             a = pg.placeholder((n, n), name="a")
             product = pg.matmul(a, pg.constant(b_value))
         flops, feed = 2 * n**3, {a: a_value}
-        for threads in (1, 2):
+        for threads in thread_counts:
             sessions = {
                 kernel: pg.Session(
                     g, Config(inter_op_threads=1, intra_op_threads=threads, matmul_kernel=kernel)
@@ -403,6 +405,12 @@ def main() -> None:
     parser.add_argument(
         "--run-overhead", action="store_true", help="only the cost of a run with and without BLAS"
     )
+    parser.add_argument(
+        "--sizes", default="1024,2048", help="--matmul: n of the n^3 matmuls (comma-separated)"
+    )
+    parser.add_argument(
+        "--threads", default="1,2", help="--matmul: intra-op thread counts (comma-separated)"
+    )
     args = parser.parse_args()
     repeats = 5 if args.quick else 15
     if args.matmul:
@@ -414,7 +422,9 @@ def main() -> None:
             if i.get("user_api") == "blas"
         ]
         print(f"cores: {os.cpu_count()}, numpy {np.__version__}, BLAS: {'; '.join(blas)}")
-        print(matmul_session_table(repeats))
+        sizes = tuple(int(n) for n in args.sizes.split(","))
+        counts = tuple(int(n) for n in args.threads.split(","))
+        print(matmul_session_table(repeats, sizes, counts))
         return
     if args.run_overhead:
         print(run_overhead_table(repeats * 3))
