@@ -126,9 +126,9 @@ def test_scripting_contract_on_your_own_graph(own):
     assert result.trace.scopes()[:3] == ["branch0", "branch1", "branch2"]
     assert "three_branches(batch=8, width=16, branches=3" in own.status
     assert "median" in own.status and "done: 2 of 2 runs" in own.status
-    assert "branch0/branch1" in own.table.value and "ops" in own.table.value
-    overlap = result.trace.overlap("branch0", "branch1")  # the median run's, as explain() says
-    assert f"branch0/branch1 {overlap:.2f}" in own.table.value
+    assert "3 scopes: " in own.table.value and "ops" in own.table.value
+    overlaps = sorted(result.pair_overlaps())  # the median run's, as explain() says
+    assert f"pairs side by side (median {overlaps[1]:.2f})" in own.table.value
     first = png_of(own)
     change(own, "branches", 2)  # a parameter: a new graph
     assert own.result.params["branches"] == 2 and own.result.rebuilt == "graph"
@@ -531,5 +531,22 @@ def test_the_overlap_row_says_many_scopes_as_a_group():
             f"{scopes} scopes: {side} of {len(overlaps)} pairs side by side "
             f"(median {overlaps[len(overlaps) // 2]:.2f})"
         )
+    finally:
+        dash.close()
+
+
+def test_a_gpu_placement_without_a_gpu_says_first_that_it_ran_on_the_cpu(monkeypatch):
+    """Issue #40: 'on gpu:0 ... 1 stream(s)' first and the CPU after it read as a GPU run."""
+    from parallelgraph.widgets import settings as settings_module
+
+    monkeypatch.setattr(settings_module, "_gpu_usable", lambda: False)
+    dash = pg.dashboard(preset="two-networks", auto_run=False, device="gpu:0")
+    try:
+        label = dash.settings().label()
+        assert " on cpu (gpu:0 asked: no usable GPU, soft placement), " in label
+        assert "stream(s)" not in label
+        monkeypatch.setattr(settings_module, "_gpu_usable", lambda: True)
+        label = dash.settings().label()
+        assert " on gpu:0, " in label and "1 stream(s) branches" in label
     finally:
         dash.close()

@@ -34,6 +34,13 @@ DEVICES = ("cpu", "gpu:0")
 MAX_REPEATS = 200
 
 
+def _gpu_usable() -> bool:
+    """Whether ops placed on a GPU run there (numba.cuda, or its simulator when enabled)."""
+    from ..executors.cuda import gpu_available
+
+    return gpu_available()
+
+
 # -- the knobs ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RunKnob:
@@ -147,7 +154,7 @@ class KnobsBase:
             text = "one thread (reference)"
         else:
             text = f"inter {self.inter_op_threads}, intra {self.intra_op_threads}"
-            if self.on_gpu:
+            if self.on_gpu and _gpu_usable():  # streams only where GPU ops ran
                 text += f", {self.streams} stream(s) {self.stream_policy}"
         return ", ".join([text, *(f"{k.label} {_worded(value)}" for k, value in self.changed())])
 
@@ -344,9 +351,13 @@ class Settings:
         return f"{self.source.name}({arguments})"
 
     def label(self) -> str:
-        """A short line naming the run: graph and parameters, placement, executor, knobs."""
+        """A short line naming the run: graph and parameters, placement, executor, knobs. A
+        GPU placement where no GPU is usable says first that the run was on the CPU."""
         k = self.knobs
-        return f"{self.graph_label()} on {k.device}, {k.executor}: {k.label()}"
+        device = k.device
+        if k.on_gpu and not _gpu_usable():
+            device = f"cpu ({k.device} asked: no usable GPU, soft placement)"
+        return f"{self.graph_label()} on {device}, {k.executor}: {k.label()}"
 
 
 __all__ = [
