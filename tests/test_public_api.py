@@ -60,3 +60,41 @@ def test_importing_the_package_loads_no_heavy_module():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert loaded == "[]"
+
+
+def test_the_notebooks_import_only_public_names():
+    """Issue #40: what a teaching notebook calls, a user can find: every `from parallelgraph...
+    import ...` in notebooks/src names a module with `__all__` holding each name."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    sources = sorted((Path(__file__).parent.parent / "notebooks" / "src").glob("*.py"))
+    assert sources
+    for path in sources:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("parallelgraph"):
+                module = importlib.import_module(node.module)
+                public = set(getattr(module, "__all__", ()))
+                for alias in node.names:
+                    assert alias.name in public or inspect.ismodule(
+                        getattr(module, alias.name, None)
+                    ), f"{path.name}: {node.module}.{alias.name} is not public"
+
+
+def test_the_lab_names_are_the_functions_of_their_modules():
+    import importlib
+
+    from parallelgraph import lab
+
+    for module_name, names in lab.SOURCES.items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            assert getattr(lab, name) is getattr(module, name)
+            assert (getattr(lab, name).__doc__ or "").strip() or not callable(getattr(lab, name))
+
+
+def test_the_lab_lists_each_name_once_where_it_lives():
+    from parallelgraph import lab
+
+    assert sorted(lab.__all__) == sorted(n for names in lab.SOURCES.values() for n in names)

@@ -8,9 +8,7 @@
 
 # %%
 import parallelgraph as pg
-from parallelgraph.experiments.machine_load import MIN_WALL_S, LoadMonitor, load_note
-from parallelgraph.experiments.measure import measure_interleaved
-from parallelgraph.experiments.stats import speedup_text
+from parallelgraph.lab import MIN_WALL_S, LoadMonitor, load_note, measure_interleaved, speedup_text
 
 batch, n_in, n_hidden, n_out = 256, 512, 512, 256
 g = pg.Graph("seed")

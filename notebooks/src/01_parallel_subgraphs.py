@@ -24,10 +24,14 @@ from pathlib import Path
 from IPython.display import display
 
 import parallelgraph as pg
-from parallelgraph.config import cpu_count
-from parallelgraph.executors.cuda import gpu_available, simulated
-from parallelgraph.experiments.measure import measure_interleaved
-from parallelgraph.experiments.stats import speedup, speedup_text
+from parallelgraph.lab import (
+    cpu_count,
+    gpu_available,
+    measure_interleaved,
+    simulated,
+    speedup,
+    speedup_text,
+)
 
 HAVE_GPU = gpu_available() and not simulated()
 print(f"{cpu_count()} CPU cores; NVIDIA GPU usable: {HAVE_GPU}")

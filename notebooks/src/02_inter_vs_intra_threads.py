@@ -18,8 +18,7 @@ import warnings
 import numpy as np
 
 import parallelgraph as pg
-from parallelgraph.experiments.presets import wide
-from parallelgraph.experiments.stats import Speedup, fastest_text, median, speedup, speedup_text
+from parallelgraph.lab import Speedup, fastest_text, median, speedup, speedup_text, wide
 
 warnings.simplefilter("ignore", RuntimeWarning)  # the sweep table repeats its noise note
 

@@ -40,9 +40,7 @@ if not NVIDIA:
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")  # small grids are the point
 
 import parallelgraph as pg
-from parallelgraph.executors.cuda import gpu_available, simulated
-from parallelgraph.experiments.measure import measure_interleaved
-from parallelgraph.experiments.stats import speedup_text
+from parallelgraph.lab import gpu_available, measure_interleaved, simulated, speedup_text
 
 if gpu_available() and not simulated():
     MODE, SIZES, REPEATS = "gpu", ("narrow", "medium"), 20

@@ -23,8 +23,7 @@ import numpy as np
 from distributed import Client, LocalCluster
 
 import parallelgraph as pg
-from parallelgraph.experiments.measure import measure_interleaved
-from parallelgraph.experiments.stats import speedup
+from parallelgraph.lab import measure_interleaved, speedup
 
 cluster = LocalCluster(
     n_workers=2,

@@ -23,7 +23,7 @@
 
 # %%
 import parallelgraph as pg
-from parallelgraph.experiments.stats import median, speedup_text
+from parallelgraph.lab import median, speedup_text
 from parallelgraph.recorded import framework_runs, framework_trace
 
 runs = framework_runs()

@@ -36,12 +36,19 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 import parallelgraph as pg
-from parallelgraph.config import cpu_count
-from parallelgraph.executors.cuda import gpu_available, simulated
-from parallelgraph.experiments.machine_load import busy_note
-from parallelgraph.experiments.measure import measure_interleaved
-from parallelgraph.experiments.stats import Speedup, median, speedup, speedup_text
-from parallelgraph.trace.intervals import length, merge
+from parallelgraph.lab import (
+    Speedup,
+    busy_note,
+    cpu_count,
+    gpu_available,
+    length,
+    measure_interleaved,
+    median,
+    merge,
+    simulated,
+    speedup,
+    speedup_text,
+)
 
 HAVE_GPU = gpu_available() and not simulated()
 CORES = cpu_count()
@@ -370,7 +377,7 @@ if HAVE_GPU:
         + streams_gain,
     )
 else:
-    from parallelgraph.plan import build_plan
+    from parallelgraph.lab import build_plan
 
     print(
         "No usable NVIDIA GPU here: nothing is measured on a GPU. What a GPU session's plan "

@@ -37,10 +37,7 @@ from IPython.display import Image, display
 from onnx import TensorProto, helper, numpy_helper
 
 import parallelgraph as pg
-from parallelgraph.experiments.machine_load import busy_note
-from parallelgraph.experiments.measure import measure_interleaved
-from parallelgraph.experiments.stats import median, speedup
-from parallelgraph.scopes import branch_level
+from parallelgraph.lab import branch_level, busy_note, measure_interleaved, median, speedup
 
 # The models this notebook reads are the test fixtures of a parallelgraph checkout. Your own
 # code would pass the path of your own file: pg.from_onnx("my_model.onnx").

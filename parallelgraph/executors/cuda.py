@@ -61,6 +61,8 @@ def gpu_available() -> bool:
 
 
 def simulated() -> bool:
+    """True when numba.cuda is Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1): GPU code runs,
+    on the CPU, in Python; its timings say nothing about a GPU."""
     from numba import config
 
     return bool(config.ENABLE_CUDASIM)

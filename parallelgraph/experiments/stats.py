@@ -43,6 +43,7 @@ TOO_FEW = "too few runs"
 
 
 def median(values: Sequence[float]) -> float:
+    """The median of `values` (the middle one, or the mean of the two middle ones)."""
     return statistics.median(values)
 
 

@@ -173,3 +173,13 @@ def __getattr__(name: str) -> Any:
 
         return {key: f.example_build() for key, f in FRAMEWORKS.items()}
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "build_jax",
+    "build_numpy",
+    "build_onnxruntime",
+    "build_pytorch",
+    "build_tensorflow",
+    "two_branch_onnx",
+]
