@@ -35,6 +35,7 @@ _LAZY_SUBMODULES = {
     "replay": "trace.replay",
     "recorded": "recorded",
     "models": "models",
+    "lab": "lab",
 }
 
 
