@@ -4,12 +4,14 @@ answer known by construction, run over `SweepResult.load` and `Trace.load`)."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import errno
 import json
 import os
 import resource
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -251,9 +253,14 @@ def test_a_sweep_file_that_is_missing_or_a_trace_says_so_by_its_path(tmp_path):
 
 
 # -- exports that fail never change what they would replace ----------------------------------
-@pytest.fixture
+@contextlib.contextmanager
 def small_files_only():
-    """Writes past 4 KiB fail with EFBIG (as on a full disk), for this process, then not."""
+    """Writes past 4 KiB fail with EFBIG (as on a full disk), for this process, inside the
+    block only: the limit covers every file the process writes, pytest's own output too, so it
+    must never span a moment when pytest reports (a fixture would span the test's result line,
+    and a log past 4 KiB then fails pytest itself). Streams are flushed before it starts."""
+    sys.stdout.flush()
+    sys.stderr.flush()
     old_limit = resource.getrlimit(resource.RLIMIT_FSIZE)
     old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, old_limit[1]))
@@ -274,15 +281,14 @@ def exports():
     return [("json", big.to_json), ("csv", big.to_csv), ("trace", trace.save)]
 
 
-def test_an_export_that_fails_half_way_leaves_the_old_file_byte_for_byte(
-    tmp_path, small_files_only
-):
+def test_an_export_that_fails_half_way_leaves_the_old_file_byte_for_byte(tmp_path):
     for name, export in exports():
         path = tmp_path / f"old.{name}"
         old = bytes(range(256)) * 8  # half the limit: this one is written whole
         path.write_bytes(old)
         with pytest.raises(OSError, match=rf"^{path}: writing failed; the file was left") as err:
-            export(path)
+            with small_files_only():
+                export(path)
         assert err.value.errno == errno.EFBIG
         assert path.read_bytes() == old, name
         assert sorted(p.name for p in tmp_path.iterdir()) == [path.name], "no temporary left"
