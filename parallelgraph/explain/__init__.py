@@ -279,6 +279,7 @@ def _knobs(trace: Trace) -> SettingWords:
     return knobs_for(trace.source, trace.info.settings.executor)
 
 
+@analysis.collector_paused
 def explain(trace: Trace, *branches: str) -> Explanation:
     """Build the report for `trace` (see the module docstring); `branches` name what to
     compare (scopes, "lane:NAME", "op:PATTERN"), by default the top-level scopes."""

@@ -23,10 +23,11 @@ All functions are pure: they read a Trace's events and return numbers or frozen 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from ..devices import DeviceKind, device_kind
 from .intervals import Intervals, intersect, length, merge, subtract
@@ -34,6 +35,26 @@ from .model import WORK, EventKind, TraceEvent
 
 if TYPE_CHECKING:
     from .model import Trace
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def collector_paused(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """`function` run with Python's cyclic garbage collector paused (`chrome.files.paused_gc`,
+    counted, so nested and concurrent calls are safe), as loading runs: an analysis of a big
+    trace makes hundreds of thousands of objects and no cycles, and the collector's full
+    passes over them and the trace took a share of the time that grew with the trace
+    (benchmarks/RESULTS.md, "Every analysis as the events double")."""
+
+    @functools.wraps(function)
+    def paused(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        from ..chrome.files import paused_gc  # when called: the readers import this module
+
+        with paused_gc():
+            return function(*args, **kwargs)
+
+    return paused
 
 
 @dataclass(frozen=True)

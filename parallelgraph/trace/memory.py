@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from .analysis import producer_run, runs_named
+from .analysis import collector_paused, producer_run, runs_named
 from .model import WORK, EventKind, TraceEvent
 
 if TYPE_CHECKING:
@@ -220,6 +220,7 @@ def fetched_names(trace: Trace) -> set[str]:
     return set(trace.info.fetches or ())
 
 
+@collector_paused
 def memory_profile(trace: Trace) -> MemoryProfile:
     """The outputs of `trace`'s work op events and their lifetimes (see the module docstring).
 

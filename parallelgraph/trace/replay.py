@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 
 from ..config import Config, cpu_count
 from ..costs import inexpensive_ns
-from .analysis import computing_pieces, enclosing_finder, outermost_inputs
+from .analysis import collector_paused, computing_pieces, enclosing_finder, outermost_inputs
 from .cycles import require_acyclic
 from .lanes import LaneKind, parse_lane
 from .model import EventKind, Trace, TraceEvent
@@ -496,6 +496,7 @@ def _moved(event: TraceEvent, lane: str, start: float, end: float) -> TraceEvent
     return dataclasses.replace(event, lane=lane, start=int(start), end=int(end))
 
 
+@collector_paused
 def simulate(trace: Trace, config: Config | None = None, cores: int | None = None) -> Trace:
     """Predict the timeline of the traced graph under `config` (see the module docstring).
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import intervals
+from .analysis import collector_paused
 from .model import WORK, EventKind, TraceEvent, covered, nesting
 
 if TYPE_CHECKING:
@@ -200,6 +201,7 @@ def self_times(trace: Trace, ops: list[TraceEvent]) -> list[int]:
     return result
 
 
+@collector_paused
 def top_ops(trace: Trace, by: str = "total", limit: int | None = 20, group: str = "name") -> TopOps:
     """The op names that took the time, largest first (see the module docstring).
 
