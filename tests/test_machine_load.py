@@ -260,6 +260,12 @@ class Sorting:
     def __exit__(self, *exc_info: object) -> None:
         self.done.set()
         self.thread.join()
+        # join() returns when the Python thread is done; the OS thread exits a moment later
+        # (longer on a busy machine), and until then /proc still lists it with its ticks
+        task = f"/proc/self/task/{self.thread.native_id}"
+        deadline = time.monotonic() + 5.0
+        while os.path.exists(task) and time.monotonic() < deadline:
+            time.sleep(0.005)
 
 
 IN_PROCESS = "threads of this process outside parallelgraph (a BLAS library's own pool"
