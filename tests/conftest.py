@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import threading
 import time
 
@@ -15,13 +14,6 @@ if "NUMBA_ENABLE_CUDASIM" not in os.environ and not (
 ):
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
-# The interrupt tests need Python's own SIGINT handler (KeyboardInterrupt), which Python does not
-# install when the process starts with SIGINT ignored -- as it does when `make test` runs as a
-# background job of a non-interactive shell (`make test &` in a script, nohup): then
-# `_thread.interrupt_main()` and a SIGINT do nothing, and six tests failed only there.
-if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-
 # Which ops are worth handing to another worker depends on the hand-off cost measured on the
 # machine (parallelgraph.calibration): pinned here, so that tests see the same schedules on
 # every machine (tests/test_calibration.py measures it for real). Timing only: results are the
