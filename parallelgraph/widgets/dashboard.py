@@ -83,7 +83,15 @@ from .report import (
     summary_html,
 )
 from .runner import Result, Runner
-from .settings import KNOB_NAMES, GraphSource, Knobs, Settings, built_from, preset_graph
+from .settings import (
+    KNOB_NAMES,
+    GraphSource,
+    Knobs,
+    Settings,
+    _gpu_usable,
+    built_from,
+    preset_graph,
+)
 
 MAX_PINNED = 4
 PROGRESS_EVERY_S = 0.25
@@ -603,13 +611,6 @@ class Dashboard(RunThread, viewer.ViewerControls):
 def _descendants(widget: Any) -> list[Any]:
     children = list(getattr(widget, "children", ()))
     return [widget, *(d for child in children for d in _descendants(child))]
-
-
-def _gpu_usable() -> bool:
-    """Whether ops placed on gpu:0 run there (imports numba.cuda: only asked on gpu:0)."""
-    from ..executors.cuda import gpu_available
-
-    return gpu_available()
 
 
 __all__ = ["MAX_PINNED", "PROGRESS_EVERY_S", "Dashboard"]
